@@ -1,0 +1,244 @@
+"""Compile the course's CUDA C with NVRTC, report each kernel's resources, launch on CuPy arrays.
+
+Compiling needs no GPU: NVRTC turns source into a cubin for any architecture
+(``sm_75`` … ``sm_100``, ``sm_90a``), and ptxas's verbose report gives each
+kernel's registers, shared memory and local memory (spills). Launching needs a
+GPU (live mode) and goes through CuPy.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+KERNEL_DIR = Path(__file__).parent / "kernels"
+COMPILE_TEST_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100")
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)\s*\(')
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected the source; the message carries its log."""
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas allocated for one kernel on one architecture."""
+
+    kernel: str
+    arch: str
+    registers: int
+    static_smem_bytes: int
+    stack_frame_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+
+@dataclass(frozen=True)
+class CompiledFamily:
+    family: str
+    arch: str
+    cubin: bytes
+    log: str
+    resources: dict[str, KernelResources]
+
+    def function(self, name: str):
+        """A launchable CuPy function (live mode only)."""
+        if name not in self.resources:
+            raise KeyError(f"{self.family}.cu has no kernel {name!r}; it has {', '.join(self.resources)}")
+        return _load_module(self.cubin).get_function(name)
+
+
+def families() -> list[str]:
+    """Every kernel family: one ``.cu`` file each under ``course_lib/kernels/``."""
+    return sorted(p.stem for p in KERNEL_DIR.glob("*.cu"))
+
+
+def source(family: str) -> str:
+    path = KERNEL_DIR / f"{family}.cu"
+    if not path.exists():
+        raise FileNotFoundError(f"no kernel family {family!r}; known: {', '.join(families())}")
+    return path.read_text()
+
+
+def kernel_names(family: str) -> list[str]:
+    """The ``extern "C" __global__`` entry points of a family, in source order."""
+    return _ENTRY.findall(source(family))
+
+
+def kernel_source(family: str, name: str) -> str:
+    """The source of one kernel, with its header comment: for showing in a notebook."""
+    text = source(family)
+    m = re.search(r'extern\s+"C"\s+__global__[^{]*\b' + re.escape(name) + r'\s*\(', text)
+    if not m:
+        raise KeyError(f"{family}.cu has no kernel {name!r}")
+    start = m.start()
+    lines = text[:start].split("\n")
+    while len(lines) > 1 and lines[-2].lstrip().startswith("//"):
+        lines.pop(-2)
+    start = len("\n".join(lines[:-1])) + (1 if len(lines) > 1 else 0)
+    depth, i = 0, text.index("{", m.end())
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[start:j + 1]
+    raise CompileError(f"unbalanced braces in {family}.cu after {name}")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise CompileError(
+            "NVRTC's Python bindings are missing: install the pinned cuda-bindings and "
+            "nvidia-cuda-nvrtc-cu12 (make setup does)") from exc
+    return nvrtc
+
+
+def _check(result, what: str):
+    err, *rest = result
+    nvrtc = _nvrtc()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CompileError(f"{what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_version() -> str:
+    major, minor = _check(_nvrtc().nvrtcVersion(), "nvrtcVersion")
+    return f"{major}.{minor}"
+
+
+def supported_archs() -> list[str]:
+    nvrtc = _nvrtc()
+    n = _check(nvrtc.nvrtcGetNumSupportedArchs(), "nvrtcGetNumSupportedArchs")
+    archs = _check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
+    return [f"sm_{a}" for a in archs[:n]]
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("COURSE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "course_lib")
+    return Path(root) / "cubin"
+
+
+_RES_HEADER = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_report(log: str, arch: str) -> dict[str, KernelResources]:
+    """Each kernel's resources from ``ptxas -v`` output (as NVRTC returns it in its log)."""
+    out: dict[str, KernelResources] = {}
+    current, frame = None, (0, 0, 0)
+    for line in log.splitlines():
+        if m := _RES_HEADER.search(line):
+            current, frame = m.group(1), (0, 0, 0)
+        elif current and (m := _FRAME.search(line)):
+            frame = tuple(int(x) for x in m.groups())
+        elif current and (m := _USED.search(line)):
+            smem = _SMEM.search(line)
+            out[current] = KernelResources(current, arch, int(m.group(1)), int(smem.group(1)) if smem else 0, *frame)
+            current = None
+    return out
+
+
+def compile_source(code: str, arch: str, name: str = "kernel.cu", options: tuple[str, ...] = (),
+                   use_cache: bool = True) -> tuple[bytes, str]:
+    """NVRTC: CUDA C → cubin for ``arch``, and the compile log (with ptxas's resource report)."""
+    opts = (f"--gpu-architecture={arch}", "-std=c++17", "--ptxas-options=-v", "-lineinfo", *options)
+    key = hashlib.sha256("\0".join((code, nvrtc_version(), *opts)).encode()).hexdigest()[:24]
+    cache = _cache_dir() / f"{key}.cubin"
+    if use_cache and cache.exists() and cache.with_suffix(".log").exists():
+        return cache.read_bytes(), cache.with_suffix(".log").read_text()
+    nvrtc = _nvrtc()
+    prog = _check(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+        log = buf.decode(errors="replace").rstrip("\x00 \n")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            if "invalid value for --gpu-architecture" in log or "arch" in log and "not" in log:
+                hint = f" (NVRTC {nvrtc_version()} supports: {', '.join(supported_archs())})"
+            else:
+                hint = ""
+            raise CompileError(f"{name} did not compile for {arch}{hint}:\n{log}")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    if use_cache:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_bytes(cubin)
+            cache.with_suffix(".log").write_text(log)
+        except OSError:
+            pass  # a read-only home only costs recompiles
+    return cubin, log
+
+
+def device_arch() -> str:
+    from .hardware import detect
+
+    info = detect()
+    if info is None:
+        raise RuntimeError("no GPU in use: name an architecture, e.g. arch='sm_90'")
+    return info.arch
+
+
+@functools.lru_cache(maxsize=None)
+def compile_family(family: str, arch: str | None = None, options: tuple[str, ...] = ()) -> CompiledFamily:
+    """Compile ``kernels/<family>.cu`` for ``arch`` (default: the current GPU's)."""
+    arch = arch or device_arch()
+    cubin, log = compile_source(source(family), arch, f"{family}.cu", options)
+    resources = parse_ptxas_report(log, arch)
+    missing = set(kernel_names(family)) - set(resources)
+    if missing:
+        raise CompileError(f"ptxas reported no resources for {sorted(missing)} in {family}.cu:\n{log}")
+    return CompiledFamily(family, arch, cubin, log, resources)
+
+
+def resources(family: str, kernel: str, arch: str | None = None) -> KernelResources:
+    return compile_family(family, arch).resources[kernel]
+
+
+def resources_table(arch: str) -> list[dict]:
+    """Every kernel of every family on ``arch``: for notebooks and the compile test."""
+    return [asdict(r) | {"family": f} for f in families() for r in compile_family(f, arch).resources.values()]
+
+
+@functools.lru_cache(maxsize=None)
+def _load_module(cubin: bytes):
+    import cupy
+
+    # CuPy loads a module lazily, from its path, at the first get_function: the file must stay.
+    path = _cache_dir() / f"module-{hashlib.sha256(cubin).hexdigest()[:24]}.cubin"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(cubin)
+    return cupy.RawModule(path=str(path))
+
+
+def kernel(family: str, name: str):
+    """The launchable kernel ``name`` of ``family``, compiled for the current GPU."""
+    return compile_family(family).function(name)
+
+
+def launch(family: str, name: str, grid, block, args, shared_mem: int = 0) -> None:
+    """Launch a course kernel on the current stream (asynchronous, like any CUDA launch)."""
+    kernel(family, name)(tuple(grid), tuple(block), tuple(args), shared_mem=shared_mem)
+
+
+def to_json(r: KernelResources) -> str:
+    return json.dumps(asdict(r))

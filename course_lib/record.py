@@ -1,0 +1,49 @@
+"""Record experiments live on this machine's GPU into ``data/recorded/<gpu-slug>/``.
+
+    python -m course_lib.record                  # every experiment
+    python -m course_lib.record machine.copy_bandwidth roofline.measured
+    python -m course_lib.record --list
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import evidence, experiments, runtime
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_lib.record", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="experiments to record (default: all)")
+    parser.add_argument("--out", type=Path, default=evidence.RECORDED_DIR, help="root of the recorded tree")
+    parser.add_argument("--list", action="store_true", help="list the experiments and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, exp in sorted(experiments.REGISTRY.items()):
+            print(f"{name:32s} {exp.summary}")
+        return 0
+    unknown = [n for n in args.names if n not in experiments.REGISTRY]
+    if unknown:
+        parser.error(f"unknown experiments {unknown}; see --list")
+    if runtime.mode() != "live":
+        ok, why = runtime._probe_gpu()
+        print(f"Recording needs a CUDA GPU, and none is usable here: {why}", file=sys.stderr)
+        return 2
+    for name in args.names or sorted(experiments.REGISTRY):
+        t0 = time.perf_counter()
+        result = experiments.run_live(name, experiments.resolve_params(name))
+        command = "python -m course_lib.record " + name
+        path = evidence.save(result.to_record(command), args.out)
+        print(f"{name}: {len(result.cases)} cases in {time.perf_counter() - t0:.1f} s -> {path}")
+        for c in result.cases:
+            rate = (f"{c.flop_per_s / 1e12:8.2f} TFLOP/s" if c.flop and c.flop / max(c.bytes, 1) > 1
+                    else f"{c.bandwidth_bytes_per_s / 1e9:8.1f} GB/s")
+            print(f"    {c.name:50s} median {c.median_s * 1e6:10.2f} us  {rate}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
