@@ -242,3 +242,26 @@ def launch(family: str, name: str, grid, block, args, shared_mem: int = 0) -> No
 
 def to_json(r: KernelResources) -> str:
     return json.dumps(asdict(r))
+
+
+def target_arch() -> str:
+    """The architecture the notebooks compile for: this GPU's live, the recorded GPU's in replay."""
+    from . import runtime
+
+    if runtime.mode() == "live":
+        return device_arch()
+    from .experiments import replay_gpu
+    from .hardware import spec
+
+    return "sm_" + spec(replay_gpu()).compute_capability.replace(".", "")
+
+
+def describe(family: str, name: str, arch: str | None = None) -> str:
+    """A kernel's source and what the compiler gave it: the text a notebook shows."""
+    arch = arch or target_arch()
+    r = resources(family, name, arch)
+    spill = (f"spills {r.spill_store_bytes} B stored / {r.spill_load_bytes} B loaded" if r.spills
+             else "no spills")
+    return (f"{kernel_source(family, name)}\n\n"
+            f"// NVRTC {nvrtc_version()} for {arch}: {r.registers} registers/thread, "
+            f"{r.static_smem_bytes} B static shared memory, {r.stack_frame_bytes} B stack, {spill}")

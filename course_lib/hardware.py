@@ -225,6 +225,13 @@ def spec_for_device(info: DeviceInfo, measured_bandwidth: float | None = None,
 
 def with_measured_ceilings(base: GpuSpec, bandwidth: float, peaks: dict[str, float]) -> GpuSpec:
     """The same GPU with its measured copy bandwidth and library matmul peaks as the roofs."""
-    return replace(base, key=base.key + "-measured", name=base.name + " (measured ceilings)",
-                   hbm_bandwidth_bytes_per_s=bandwidth, peak_flop_per_s=dict(peaks),
-                   source="measured: device-to-device copy and library matmul")
+    return replace_peaks(base, key=base.key + "-measured", name=base.name + " (measured ceilings)",
+                         bandwidth=bandwidth, peaks=peaks,
+                         source="measured: device-to-device copy and library matmul")
+
+
+def replace_peaks(base: GpuSpec, *, name: str, key: str, bandwidth: float, peaks: dict[str, float],
+                  source: str) -> GpuSpec:
+    """A variant of ``base`` with other roofs: the lesson's round numbers, or a typed-in GPU."""
+    return replace(base, key=key, name=name, hbm_bandwidth_bytes_per_s=bandwidth,
+                   peak_flop_per_s=dict(peaks), source=source)

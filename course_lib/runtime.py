@@ -146,3 +146,23 @@ def diagnose(why: str, env: Environment) -> str:
         return ("No NVIDIA driver or GPU was found, so the course replays recorded measurements. "
                 "That is expected on a laptop. On a GPU machine, check that `nvidia-smi` works.")
     return f"The GPU could not be used ({why}); the course falls back to replay."
+
+
+def banner() -> Environment:
+    """The first cell of every notebook: mode, GPU, versions, and what is wrong if anything is."""
+    env = environment()
+    if env.mode == "live":
+        print(f"LIVE mode: measuring on {env.gpu} (compute capability {env.compute_capability}) now.")
+    else:
+        from .experiments import replay_gpu
+
+        why = " (COURSE_MODE=replay)" if os.environ.get("COURSE_MODE") else " (no usable GPU here)"
+        print(f"REPLAY mode{why}: measurements are replayed from data/recorded/{replay_gpu()}/, "
+              "each labelled with the GPU and date it was recorded on.")
+    for label, value in (("GPU", env.gpu), ("compute capability", env.compute_capability),
+                         ("driver", env.driver), ("CUDA runtime (CuPy's)", env.cuda_runtime),
+                         ("NVRTC", env.nvrtc), ("CuPy", env.cupy), ("PyTorch", env.torch)):
+        print(f"  {label:22s} {value or '—'}")
+    for p in env.problems:
+        print("  note:", p)
+    return env

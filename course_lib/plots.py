@@ -1,0 +1,104 @@
+"""Tables and figures. Every one carries the provenance of the numbers in it."""
+from __future__ import annotations
+
+import html
+import math
+
+import matplotlib.pyplot as plt
+
+from .experiments import Result
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "—"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.3g}" if abs(v) < 10 else f"{v:,.1f}"
+    return html.escape(str(v))
+
+
+class Table:
+    """A small HTML table with a caption; prints as plain text too (for nbval and terminals)."""
+
+    def __init__(self, rows: list[dict], caption: str, columns: list[str] | None = None):
+        self.rows, self.caption = rows, caption
+        self.columns = columns or (list(rows[0]) if rows else [])
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in self.columns) + "</tr>"
+                       for r in self.rows)
+        return (f'<table><caption style="caption-side:top;text-align:left"><i>{html.escape(self.caption)}</i>'
+                f"</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self) -> str:
+        widths = [max(len(c), *(len(_cell(r.get(c))) for r in self.rows)) for c in self.columns]
+        line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))
+        out = [self.caption, line(self.columns)]
+        out += [line([html.unescape(_cell(r.get(c))) for c in self.columns]) for r in self.rows]
+        return "\n".join(out)
+
+
+def result_table(result: Result, columns: tuple[str, ...] = ("case", "kernel", "median µs", "spread", "GB/s",
+                                                             "TFLOP/s")) -> Table:
+    rows = []
+    for c in result.cases:
+        t = c.timing
+        rows.append({"case": c.name, "kernel": c.kernel, "timer": c.timer, "median µs": t.median_s * 1e6,
+                     "spread": f"±{100 * t.spread / 2:.1f}%", "samples": len(c.samples_s),
+                     "GB/s": c.bytes / t.median_s / 1e9 if c.bytes else None,
+                     "TFLOP/s": c.flop / t.median_s / 1e12 if c.flop else None,
+                     "intensity": c.flop / c.bytes if c.bytes else None})
+    return Table(rows, f"{result.experiment}: {result.provenance}", list(columns))
+
+
+def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float], title: str):
+    """Log-log roofline: a memory roof, one compute roof per dtype, and the measured points.
+
+    ``points``: dicts with ``label``, ``intensity`` (FLOP/byte), ``flop_per_s``, ``dtype``.
+    """
+    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    xs = [p["intensity"] for p in points]
+    lo, hi = min(xs + [0.05]) / 2, max(xs + [2e4]) * 2
+    styles = {"fp32": ("#4c72b0", "o"), "bf16": ("#c44e52", "s"), "fp16": ("#8172b2", "^"), "fp8": ("#55a868", "D")}
+    for dtype, peak in peaks.items():
+        colour = styles.get(dtype, ("grey", "o"))[0]
+        ridge = peak / bandwidth
+        ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color=colour, lw=1.5, alpha=0.8,
+                label=f"roof {dtype}: {peak / 1e12:,.0f} TFLOP/s, ridge {ridge:,.0f}")
+    for p in points:
+        colour, marker = styles.get(p["dtype"], ("black", "o"))
+        ax.scatter(p["intensity"], p["flop_per_s"], color=colour, marker=marker, zorder=3, s=28)
+        ax.annotate(p["label"], (p["intensity"], p["flop_per_s"]), fontsize=7, xytext=(4, -9),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
+    ax.set_ylabel("achieved throughput (FLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def samples_figure(result: Result, case_names: list[str], title: str):
+    """Every raw sample of the chosen cases, one row each: what a median hides."""
+    fig, ax = plt.subplots(figsize=(8.5, 0.6 + 0.55 * len(case_names)))
+    for row, name in enumerate(case_names):
+        s = [x * 1e6 for x in result.case(name).samples_s]
+        jitter = [row + 0.25 * ((i * 0.618) % 1 - 0.5) for i in range(len(s))]
+        ax.scatter(s, jitter, s=6, alpha=0.5)
+        med = result.case(name).median_s * 1e6
+        ax.plot([med, med], [row - 0.3, row + 0.3], color="black", lw=2)
+    ax.set_yticks(range(len(case_names)))
+    ax.set_yticklabels(case_names, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("time per call (µs, log scale); black bar = median")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", which="both", alpha=0.2)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# On a CUDA machine: (optionally) record every experiment, execute every notebook live with its
+# outputs written back, then run nbval over them live. Works on a host without internet when the
+# notebook stack was brought as wheels (scripts/gpu_host_wheels.sh).
+#
+#   scripts/gpu_test.sh            # execute + nbval
+#   RECORD=1 scripts/gpu_test.sh   # record data/recorded/<gpu>/ first
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-python3}
+export PYTHONUNBUFFERED=1
+if ! $PY -c 'import nbval, nbclient, ipykernel, ipywidgets' 2>/dev/null; then
+  eval "$(bash scripts/gpu_host_wheels.sh install)"
+fi
+export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
+$PY -c 'from course_lib import runtime; assert runtime.mode() == "live", "no usable GPU: this is the GPU test"'
+
+if [ "${RECORD:-0}" = 1 ]; then
+  $PY -m course_lib.record
+fi
+
+$PY - "$@" <<'PY'
+import sys, time
+from pathlib import Path
+import nbformat
+from nbclient import NotebookClient
+
+paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
+for path in paths:
+    nb = nbformat.read(path, as_version=4)
+    t0 = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbformat.write(nb, path)
+    print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
+PY
+$PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q notebooks/ "$@"
