@@ -21,7 +21,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: $(STAMP)
-	$(PY) -m pytest tests/ -q
+	$(PY) -m pytest tests/ notebooks/ --nbval-lax -q
 
 record: $(STAMP)
 	$(PY) -m course_lib.record

@@ -1,0 +1,444 @@
+"""Drive JupyterLab in headless Chromium for tests/test_browser.py.
+
+A learner's view of the calculators: a real JupyterLab server (from this venv, on a free
+localhost port with a random token), Debian's Chromium through Playwright, notebooks run
+with Run > Run All Cells, widgets moved with the mouse and keyboard.
+
+Nothing here edits the repository's notebooks: they are copied (outputs cleared) into a
+temporary root directory that the server serves.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+ARTIFACTS = REPO / "test-artifacts"
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the networking flags Chromium keeps trying to reach Google services, which a
+# closed network refuses over and over.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}
+
+SERVER_START_TIMEOUT_S = 90
+PAGE_LOAD_TIMEOUT_S = 90
+KERNEL_IDLE_TIMEOUT_S = 90
+RUN_ALL_TIMEOUT_S = 120          # every cell of a notebook in replay mode, on a 2-core machine
+WIDGET_UPDATE_TIMEOUT_S = 20     # one control change -> kernel -> re-rendered answer
+
+# Widget-model trouble, in the server log or the browser console.
+WIDGET_ERROR_PATTERNS = re.compile(
+    r"could not create (a )?model|model class|error displaying widget|class \S+ not found|model not found",
+    re.IGNORECASE)
+CONSOLE_ERROR_PATTERNS = re.compile(r"widget|class \S+ not found|could not create (a )?model", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- Chromium
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def require_chromium() -> str:
+    """Path of Chromium, or skip (a learner's machine) / fail (CI=true) when it is missing."""
+    if not CHROMIUM.exists():
+        message = (f"browser test skipped: Chromium not found at {CHROMIUM}; install it "
+                   "(Debian/Ubuntu: sudo apt-get install chromium) to enable it")
+        if _ci():
+            pytest.fail(message.replace("browser test skipped", "browser test cannot run in CI (CI=true)"),
+                        pytrace=False)
+        pytest.skip(message)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        message = f"browser test skipped: the playwright package is not importable ({exc}); run `make setup`"
+        if _ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return str(CHROMIUM)
+
+
+# --------------------------------------------------------------------------- notebooks
+
+def copy_notebook(src: Path, dest_dir: Path) -> Path:
+    """Copy a notebook with its outputs, execution counts and saved widget state cleared.
+
+    Cleared so that what the test sees after Run All can only come from this run's kernel.
+    """
+    import nbformat
+
+    nb = nbformat.read(src, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    dest = dest_dir / src.name
+    nbformat.write(nb, dest)
+    return dest
+
+
+def write_notebook(path: Path, sources: list[str]) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+# --------------------------------------------------------------------------- server
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# User settings for the test's JupyterLab: no news prompt (it covers the page and would try
+# the internet), no update check, and every cell attached to the DOM so the whole notebook
+# can be searched for widget errors.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+
+
+@dataclass
+class LabServer:
+    """A JupyterLab server from this venv, serving root_dir, logging to log_path."""
+
+    root_dir: Path
+    state_dir: Path
+    log_path: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(24))
+    port: int = 0
+    proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.base_url}/{path.lstrip('/')}{sep}token={self.token}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Isolated Jupyter config, data, settings and workspaces: a learner's ~/.jupyter or a
+        # user-level kernelspec pointing at another Python must not change what is tested.
+        for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                         ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                         ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):
+            env[var] = str(self.state_dir / sub)
+        env["COURSE_MODE"] = "replay"
+        # The kernel runs in a temp dir: make sure it imports this checkout's course_lib.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        env.pop("JUPYTER_TOKEN", None)
+        return env
+
+    def _write_settings(self) -> None:
+        for rel, values in LAB_SETTINGS.items():
+            path = self.state_dir / "settings" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values, indent=2))
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "jupyterlab", "--no-browser",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root_dir}",
+                "--ServerApp.allow_root=True",  # CI containers run as root
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly"]  # no PyPI look-ups for the extension manager
+
+    def start(self) -> "LabServer":
+        self._write_settings()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_bytes(b"")  # this session's log only
+        for attempt in range(3):  # a free port can be taken between free_port() and bind
+            self.port = free_port()
+            with open(self.log_path, "ab") as log:
+                shown = " ".join(self.command()).replace(self.token, "<token>")
+                log.write(f"=== test_browser: starting {shown}\n".encode())
+                log.flush()
+                self.proc = subprocess.Popen(self.command(), cwd=self.root_dir, env=self.env(),
+                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+            if self._wait_ready():
+                return self
+            if "already in use" not in self.log_text():
+                break
+        tail = "\n".join(self.log_text().splitlines()[-40:])
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer {self.base_url}/api/status within "
+                           f"{SERVER_START_TIMEOUT_S} s; log {self.log_path} ends:\n{tail}")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=5) as r:
+                    if r.status == 200:
+                        return True
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(0.25)
+        return False
+
+    def api(self, method: str, path: str, timeout: float = 10):
+        req = urllib.request.Request(f"{self.base_url}/{path.lstrip('/')}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels_of(self, notebook_name: str) -> None:
+        """End the sessions of one notebook (frees a core on a small machine)."""
+        with contextlib.suppress(Exception):
+            for s in self.api("GET", "api/sessions"):
+                if Path(s.get("path", "")).name == notebook_name:
+                    self.api("DELETE", f"api/sessions/{s['id']}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(Exception):
+            self.api("POST", "api/shutdown")  # shuts the kernels down too
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)  # the server's own session: server and kernels
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+
+# --------------------------------------------------------------------------- one notebook in the browser
+
+@dataclass(frozen=True)
+class CalculatorCase:
+    """One calculator to drive: where it is, how to find it, what a learner does with it.
+
+    anchor: the description (label) of a control that only this calculator has; it picks
+    the output area holding the calculator, whatever its answer shows (even an error).
+    slider: the description of a slider the generic check moves one step with the keyboard.
+    scenario: optional learner steps with model checks, called with (LabNotebook, calculator locator).
+    """
+
+    id: str
+    notebook: str
+    anchor: str
+    slider: str
+    screenshot: str
+    answer: str = ".course-calc-answer"
+    scenario: Callable | None = None
+
+
+class LabNotebook:
+    """One notebook opened in JupyterLab in its own browser page and workspace."""
+
+    def __init__(self, browser, server: LabServer, notebook: Path):
+        self.server = server
+        self.notebook = notebook
+        self.console: list[tuple[str, str]] = []
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.console.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
+        self.log_offset = server.log_size()
+
+    # ---- lifecycle
+    def open(self) -> "LabNotebook":
+        # A workspace of its own: the default workspace would re-open notebooks of earlier tests.
+        workspace = f"test-{secrets.token_hex(4)}"
+        self.page.goto(self.server.url(f"lab/workspaces/{workspace}/tree/{self.notebook.name}"),
+                       timeout=PAGE_LOAD_TIMEOUT_S * 1000)
+        self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=PAGE_LOAD_TIMEOUT_S * 1000)
+        self.wait_kernel_idle()
+        return self
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.context.close()
+        self.server.shutdown_kernels_of(self.notebook.name)
+
+    # ---- state of the notebook
+    def status_bar(self) -> str:
+        return self.page.evaluate("() => document.querySelector('#jp-main-statusbar')?.innerText ?? ''")
+
+    def dialogs(self) -> str:
+        return " | ".join(self.page.locator(".jp-Dialog").all_inner_texts())
+
+    def wait_kernel_idle(self, timeout_s: float = KERNEL_IDLE_TIMEOUT_S) -> None:
+        # The toolbar's execution indicator says idle before any kernel is connected; the
+        # status bar says "<kernel> | Idle" only once the kernel is up and idle.
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if re.search(r"\|\s*Idle\b", self.status_bar()):
+                return
+            time.sleep(0.25)
+        raise AssertionError(f"the kernel of {self.notebook.name} was not idle after {timeout_s:.0f} s; "
+                             f"status bar: {self.status_bar()!r}; dialogs: {self.dialogs()!r}")
+
+    def prompts(self) -> list[str]:
+        return [t.strip() for t in self.page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+
+    def tracebacks(self) -> list[str]:
+        texts = self.page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+        # An error output renders as stderr whose text holds the traceback header.
+        return [t for t in texts.all_inner_texts() if "Traceback" in t]
+
+    def run_all_cells(self) -> None:
+        """Run > Run All Cells, as a learner clicks it."""
+        self.page.locator(".jp-NotebookPanel .jp-Notebook").first.click(position={"x": 5, "y": 5})
+        self.page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
+        self.page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+
+    def wait_all_cells_ran(self, timeout_s: float = RUN_ALL_TIMEOUT_S) -> None:
+        """Until no cell is queued or running ([*]) and the kernel is idle, twice in a row."""
+        deadline = time.monotonic() + timeout_s
+        calm = 0
+        while time.monotonic() < deadline:
+            busy = any("*" in p for p in self.prompts())
+            calm = 0 if busy or not re.search(r"\|\s*Idle\b", self.status_bar()) else calm + 1
+            if calm >= 2:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"Run All Cells of {self.notebook.name} did not finish within {timeout_s:.0f} s; "
+                                 f"prompts: {self.prompts()}; status bar: {self.status_bar()!r}")
+        errors = self.tracebacks()
+        assert not errors, f"a cell of {self.notebook.name} raised:\n" + "\n---\n".join(e[-3000:] for e in errors)
+
+    # ---- calculators
+    def calculator(self, case: CalculatorCase):
+        """The output area holding the calculator, once its answer has rendered."""
+        page = self.page
+        calc = (page.locator(".jp-OutputArea-output")
+                .filter(has=page.locator(case.answer))
+                .filter(has=page.locator(".widget-label").get_by_text(case.anchor, exact=True))
+                .first)
+        try:
+            calc.locator(case.answer).wait_for(state="visible", timeout=RUN_ALL_TIMEOUT_S * 1000)
+        except Exception as exc:
+            raise AssertionError(
+                f"no calculator ({case.answer} next to a control {case.anchor!r}) rendered in "
+                f"{self.notebook.name} within {RUN_ALL_TIMEOUT_S} s of Run All Cells; prompts: {self.prompts()}; "
+                f"tracebacks: {self.tracebacks()}; widget errors on the page: {self.widget_errors_on_page()}; "
+                f"status bar: {self.status_bar()!r}") from exc
+        calc.scroll_into_view_if_needed()
+        return calc
+
+    def control(self, calc, kind: str, description: str):
+        """A control of the calculator by its ipywidgets kind class and description label.
+
+        kind: 'widget-text' (IntText/FloatText -> <input>), 'widget-dropdown' (-> <select>),
+        'widget-hslider' (-> the slider handle).
+        """
+        box = calc.locator(f".{kind}").filter(
+            has=self.page.locator(".widget-label").get_by_text(description, exact=True))
+        inner = {"widget-text": "input", "widget-dropdown": "select", "widget-hslider": ".noUi-handle"}[kind]
+        return box.locator(inner).first
+
+    def type_into(self, calc, description: str, value) -> None:
+        box = self.control(calc, "widget-text", description)
+        box.fill(str(value))
+        box.press("Enter")
+
+    def nudge_slider(self, calc, description: str, key: str = "ArrowRight", times: int = 1) -> None:
+        handle = self.control(calc, "widget-hslider", description)
+        handle.focus()
+        for _ in range(times):
+            handle.press(key)
+
+    def answer_text(self, calc, case: CalculatorCase) -> str:
+        return calc.locator(case.answer).inner_text()
+
+    def wait_answer_changes(self, calc, case: CalculatorCase, before: str, what: str) -> str:
+        deadline = time.monotonic() + WIDGET_UPDATE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            now = self.answer_text(calc, case)
+            if now != before:
+                return now
+            time.sleep(0.2)
+        raise AssertionError(f"{case.id}: the answer did not change within {WIDGET_UPDATE_TIMEOUT_S} s "
+                             f"after {what}; it still reads:\n{before}")
+
+    # ---- problems
+    def widget_errors_on_page(self) -> list[str]:
+        hits = self.page.locator(".jp-OutputArea-output").filter(has_text=re.compile("Error displaying widget", re.I))
+        return hits.all_inner_texts()
+
+    def assert_no_widget_errors(self) -> None:
+        on_page = self.page.evaluate("() => document.body.innerText")
+        problems = []
+        if re.search("Error displaying widget", on_page, re.I):
+            problems.append(f"the page shows 'Error displaying widget': {self.widget_errors_on_page()}")
+        console = [f"[{t}] {m}" for t, m in self.console
+                   if t in ("error", "pageerror") and CONSOLE_ERROR_PATTERNS.search(m)
+                   or t == "warning" and WIDGET_ERROR_PATTERNS.search(m)]
+        if console:
+            problems.append("browser console:\n  " + "\n  ".join(console))
+        log = [line for line in self.server.log_since(self.log_offset).splitlines()
+               if WIDGET_ERROR_PATTERNS.search(line)]
+        if log:
+            problems.append(f"server log {self.server.log_path}:\n  " + "\n  ".join(log))
+        assert not problems, f"widget errors in {self.notebook.name}:\n" + "\n".join(problems)
+
+    def screenshot(self, locator, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / name
+        locator.screenshot(path=str(path))
+        return path
+
+    def failure_screenshot(self, name: str) -> Path | None:
+        with contextlib.suppress(Exception):
+            ARTIFACTS.mkdir(exist_ok=True)
+            path = ARTIFACTS / name
+            self.page.screenshot(path=str(path), full_page=True)
+            return path
+        return None

@@ -1,0 +1,47 @@
+"""The committed notebooks: outputs from a live GPU run, the course's anatomy, analytic cells checked.
+
+nbval executes them (replay mode) in the same test run: see the Makefile's test target."""
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def text(outputs):
+    return "".join("".join(o.get("text", "")) for o in outputs)
+
+
+def code_cells(path):
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def test_notebooks_exist():
+    assert [p.name for p in NOTEBOOKS][:2] == ["00_your_gpu.ipynb", "01_roofline.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_with_outputs_of_a_live_gpu_run(path):
+    cells = code_cells(path)
+    assert all(c.get("outputs") for c in cells), "every code cell carries its output"
+    assert not any(o["output_type"] == "error" for c in cells for o in c["outputs"])
+    first = text(cells[0]["outputs"])
+    assert first.startswith("LIVE mode: measuring on NVIDIA"), "outputs come from a live run on a GPU"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_anatomy(path):
+    nb = json.loads(path.read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    for part in ("You will learn", "Time", "Exercises", "Takeaways", "Reference solution"):
+        assert part in text, part
+    assert "runtime.banner()" in "".join(code_cells(path)[0]["source"])
+    assert all(len("".join(c["source"]).splitlines()) <= 15 for c in code_cells(path)), "code cells stay short"
+
+
+def test_analytic_cells_are_output_checked():
+    marked = [c for c in code_cells(NOTEBOOKS[1]) if "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")]
+    assert len(marked) >= 4
+    outputs = "".join(text(c["outputs"]) for c in marked)
+    assert "B200 ridge: 250 FLOP/byte" in outputs and "0.9995" in outputs and "2.0 ms" in outputs

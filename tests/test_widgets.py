@@ -1,0 +1,91 @@
+"""The calculators headless: moving a control shows the model's answer; bad input a message."""
+import re
+
+import pytest
+
+from course_lib import roofline, widgets
+from course_lib.hardware import SPECS
+
+
+def shown(calc, cls):
+    m = re.search(rf'class="{cls}">([^<]*)<', calc.answer.value)
+    return m.group(1) if m else None
+
+
+@pytest.fixture
+def calc():
+    return widgets.roofline_calculator()
+
+
+def test_default_is_the_lessons_b200_at_4096_fp16(calc):
+    assert calc.gpu.value == widgets.LESSON_B200.name
+    assert shown(calc, "course-intensity") == "1,365.3"
+    assert shown(calc, "course-ridge") == "250.0"
+    assert shown(calc, "course-binding") == "compute"
+    assert shown(calc, "course-crossover") == "750"
+
+
+@pytest.mark.parametrize("n, dtype", [(64, "fp16"), (512, "fp8"), (8192, "fp32"), (16384, "fp4")])
+def test_setting_controls_shows_the_models_value(calc, n, dtype):
+    calc.n.value = n
+    calc.dtype.value = dtype
+    e = roofline.square_gemm(n, dtype, widgets.LESSON_B200)
+    assert shown(calc, "course-intensity") == f"{e.bound.intensity:,.1f}"
+    assert shown(calc, "course-binding") == e.bound.binding_roof
+    assert shown(calc, "course-crossover") == f"{e.crossover_n:,.0f}"
+
+
+def test_slider_drives_the_answer(calc):
+    calc.n_slider.value = 256
+    assert calc.n.value == 256
+    assert shown(calc, "course-binding") == "memory"
+
+
+def test_choosing_a_gpu_uses_its_datasheet(calc):
+    calc.gpu.value = SPECS["h100-sxm"].name
+    calc.dtype.value = "fp16"
+    assert shown(calc, "course-ridge") == f"{989.4e12 / 3.35e12:,.1f}"
+
+
+def test_measured_ceilings_are_offered():
+    from course_lib.ceilings import measured_ceilings
+
+    measured = measured_ceilings().as_gpu()
+    calc = widgets.roofline_calculator(extra_gpus=[measured])
+    calc.gpu.value = measured.name
+    calc.dtype.value = "fp32"
+    e = roofline.square_gemm(4096, "fp32", measured)
+    assert shown(calc, "course-ridge") == f"{e.ridge:,.1f}"
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda c: setattr(c.n, "value", 0), "N must be at least 1"),
+    (lambda c: setattr(c.n, "value", -8), "N must be at least 1"),
+    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.bandwidth_tbps, "value", -1.0)),
+     "HBM bandwidth must be positive"),
+    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.bandwidth_tbps, "value", 0.0)),
+     "HBM bandwidth must be positive"),
+    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.peak_tflops, "value", 0.0)),
+     "peak must be positive"),
+    (lambda c: (setattr(c.gpu, "value", SPECS["t4"].name), setattr(c.dtype, "value", "fp8")),
+     "NVIDIA T4 has no fp8 peak"),
+])
+def test_impossible_input_shows_a_clear_message(calc, setup, message):
+    setup(calc)
+    assert "course-calc-error" in calc.answer.value
+    assert message in calc.answer.value
+    assert "Traceback" not in calc.answer.value
+
+
+def test_recovers_after_bad_input(calc):
+    calc.n.value = 0
+    calc.n.value = 4096
+    assert shown(calc, "course-intensity") == "1,365.3"
+
+
+def test_custom_gpu_uses_typed_roofs(calc):
+    calc.gpu.value = widgets.CUSTOM
+    calc.peak_tflops.value = 300.0
+    calc.bandwidth_tbps.value = 1.5
+    assert shown(calc, "course-ridge") == "200.0"
+    assert not calc.peak_tflops.disabled
