@@ -361,6 +361,7 @@ def measured_roofline(matmul_sizes: list[int], matvec_sizes: list[int], matmul_d
     from .timing import benchmark
 
     cases = []
+    matmul_dtypes = _supported_dtypes(matmul_dtypes)   # e.g. no bf16 tensor cores on a T4
     n = vector_add_n
     a = cupy.random.random(n, dtype=cupy.float32)
     b = cupy.random.random(n, dtype=cupy.float32)
