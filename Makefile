@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup lab test test-fast record gpu-test gpu-wheels clean
+.PHONY: setup lab test record gpu-test gpu-wheels sanitize clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10 or newer is needed"'
@@ -29,6 +29,10 @@ record: $(STAMP)
 # On a CUDA machine: every notebook executed live under nbval, outputs written back.
 gpu-test:
 	bash scripts/gpu_test.sh
+
+# On a CUDA machine: every kernel once under compute-sanitizer (memcheck, racecheck, synccheck, initcheck).
+sanitize:
+	bash scripts/sanitize.sh
 
 # Download the notebook stack as wheels for a GPU host without internet (see README).
 gpu-wheels:

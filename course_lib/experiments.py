@@ -69,8 +69,21 @@ class Result:
                 "cases": [evidence.case_to_json(c) for c in self.cases]}
 
 
+def all_experiments() -> dict[str, Experiment]:
+    """Every registered experiment: those here and those of each ``course_lib/lab_*.py`` module."""
+    import importlib
+    import pkgutil
+
+    from . import __path__ as package_path
+
+    for mod in pkgutil.iter_modules(package_path):
+        if mod.name.startswith("lab_"):
+            importlib.import_module(f"{__package__}.{mod.name}")
+    return REGISTRY
+
+
 def _lookup(name: str) -> Experiment:
-    if name not in REGISTRY:
+    if name not in all_experiments():
         raise KeyError(f"no experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name]
 

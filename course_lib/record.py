@@ -22,17 +22,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
     args = parser.parse_args(argv)
     if args.list:
-        for name, exp in sorted(experiments.REGISTRY.items()):
+        for name, exp in sorted(experiments.all_experiments().items()):
             print(f"{name:32s} {exp.summary}")
         return 0
-    unknown = [n for n in args.names if n not in experiments.REGISTRY]
+    unknown = [n for n in args.names if n not in experiments.all_experiments()]
     if unknown:
         parser.error(f"unknown experiments {unknown}; see --list")
     if runtime.mode() != "live":
         ok, why = runtime._probe_gpu()
         print(f"Recording needs a CUDA GPU, and none is usable here: {why}", file=sys.stderr)
         return 2
-    for name in args.names or sorted(experiments.REGISTRY):
+    for name in args.names or sorted(experiments.all_experiments()):
         t0 = time.perf_counter()
         result = experiments.run_live(name, experiments.resolve_params(name))
         command = "python -m course_lib.record " + name

@@ -1,24 +1,11 @@
 """Write notebooks/00 and 01 from the cell lists below (outputs come from executing them on a GPU).
 
-    python scripts/build_notebooks.py        # rewrites the .ipynb files, without outputs
+    python scripts/build_00_01.py        # rewrites the .ipynb files, without outputs
 
 Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are analytic: nbval compares their
 output with the committed one in every mode.
 """
-from pathlib import Path
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-HERE = Path(__file__).resolve().parent.parent / "notebooks"
-
-
-def md(text):
-    return new_markdown_cell(text.strip("\n"))
-
-
-def code(text):
-    return new_code_cell(text.strip("\n"))
+from nbbuild import code, md, write
 
 
 NB00 = [
@@ -333,16 +320,6 @@ print(check_crossover("h200", "fp8", 3 * 1 * h200.peak("fp8") / (2 * h200.hbm_ba
 **Next:** 02 · threads, warps and divergence: how the work of a kernel is cut up and handed to the hardware.
 """),
 ]
-
-
-def write(name, cells):
-    nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    path = HERE / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    print("wrote", path)
 
 
 if __name__ == "__main__":

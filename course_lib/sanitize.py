@@ -1,0 +1,65 @@
+"""One small, checked launch of every course kernel: what compute-sanitizer runs.
+
+    python -m course_lib.sanitize            # run every smoke launch (needs a GPU)
+    python -m course_lib.sanitize --list     # which kernels each smoke launch covers
+
+Each ``lab_*`` module registers a smoke function for the kernels it owns with
+``@covers(family, kernel, ...)``; the test suite checks that every kernel in
+``course_lib/kernels/`` is covered, so a new kernel cannot skip the sanitizer.
+Smoke launches use CuPy only (no PyTorch), at sizes that exercise edge masks.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+SMOKE: dict[tuple[str, str], Callable[[], None]] = {}
+
+
+def covers(family: str, *kernels: str):
+    def register(fn):
+        for k in kernels:
+            SMOKE[(family, k)] = fn
+        return fn
+    return register
+
+
+def registry() -> dict[tuple[str, str], Callable[[], None]]:
+    from .experiments import all_experiments
+
+    all_experiments()  # imports every lab_* module, which registers its smoke launches
+    from . import smoke_elementwise  # noqa: F401  (the foundation's kernels)
+    return SMOKE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_lib.sanitize", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args(argv)
+    # Under `python -m` this file is __main__; the registry the lab modules fill is course_lib.sanitize's.
+    from course_lib.sanitize import registry as package_registry
+
+    reg = package_registry()
+    if args.list:
+        for (family, kernel), fn in sorted(reg.items()):
+            print(f"{family}.{kernel}: {fn.__module__}.{fn.__name__}")
+        return 0
+    import cupy
+
+    done = set()
+    for (family, kernel), fn in sorted(reg.items()):
+        if fn in done:
+            continue
+        fn()
+        cupy.cuda.Device().synchronize()
+        done.add(fn)
+        print(f"ok  {fn.__module__}.{fn.__name__}: " +
+              ", ".join(f"{f}.{k}" for (f, k), g in sorted(reg.items()) if g is fn))
+    print(f"{len(reg)} kernels launched and checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every course kernel once, small, under compute-sanitizer: memcheck, racecheck, synccheck
+# (and initcheck). Fails on the first tool that reports an error. Needs a CUDA GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+PY=${PY:-python3}
+SAN=${SANITIZER:-compute-sanitizer}
+status=0
+for tool in memcheck racecheck synccheck initcheck; do
+  echo "== compute-sanitizer --tool $tool"
+  extra=()
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+  if ! "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 86 --print-limit 20 $PY -m course_lib.sanitize; then
+    echo "!! $tool reported errors"; status=1
+  fi
+done
+exit $status
