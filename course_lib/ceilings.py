@@ -73,7 +73,12 @@ def roofline_points(result: experiments.Result, ceilings: MeasuredCeilings) -> l
         intensity = c.flop / c.bytes
         roof = min(peak, ceilings.copy_bandwidth_bytes_per_s * intensity)
         achieved = c.flop / c.median_s
-        rows.append({"label": c.name, "dtype": dtype, "intensity": intensity, "flop_per_s": achieved,
+        op = c.params.get("op", "")
+        series = f"matmul {dtype}" if op == "matmul" else None
+        tag = (str(c.params["matmul_sizes"]) if series else
+               {"matmul, unqueued": f"{dtype} 64 (1 call)", "batched matmul": f"1,024 x {dtype} 64³",
+                "matvec": f"matvec {c.params.get('matvec_sizes')}", "vector add": "vector add"}.get(op, c.name))
+        rows.append({"label": c.name, "tag": tag, "series": series, "dtype": dtype, "intensity": intensity, "flop_per_s": achieved,
                      "median µs": c.median_s * 1e6, "TFLOP/s": achieved / 1e12, "GB/s": c.bytes / c.median_s / 1e9,
                      "roof TFLOP/s": roof / 1e12, "% of roof": 100 * achieved / roof,
                      "binding roof": "compute" if peak <= ceilings.copy_bandwidth_bytes_per_s * intensity else "memory"})

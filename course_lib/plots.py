@@ -57,22 +57,32 @@ def result_table(result: Result, columns: tuple[str, ...] = ("case", "kernel", "
 def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float], title: str):
     """Log-log roofline: a memory roof, one compute roof per dtype, and the measured points.
 
-    ``points``: dicts with ``label``, ``intensity`` (FLOP/byte), ``flop_per_s``, ``dtype``.
+    ``points``: dicts with ``intensity`` (FLOP/byte), ``flop_per_s``, ``dtype``, ``tag`` (a short
+    label) and optionally ``series`` (points of one series are joined by a line, e.g. matmul sizes).
     """
-    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    fig, ax = plt.subplots(figsize=(9, 5.8))
     xs = [p["intensity"] for p in points]
     lo, hi = min(xs + [0.05]) / 2, max(xs + [2e4]) * 2
     styles = {"fp32": ("#4c72b0", "o"), "bf16": ("#c44e52", "s"), "fp16": ("#8172b2", "^"), "fp8": ("#55a868", "D")}
     for dtype, peak in peaks.items():
         colour = styles.get(dtype, ("grey", "o"))[0]
         ridge = peak / bandwidth
-        ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color=colour, lw=1.5, alpha=0.8,
-                label=f"roof {dtype}: {peak / 1e12:,.0f} TFLOP/s, ridge {ridge:,.0f}")
+        ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color=colour, lw=1.5, alpha=0.6,
+                label=f"roof {dtype}: {peak / 1e12:,.0f} TFLOP/s, ridge {ridge:,.0f} FLOP/byte")
+    series: dict[str, list[dict]] = {}
     for p in points:
-        colour, marker = styles.get(p["dtype"], ("black", "o"))
-        ax.scatter(p["intensity"], p["flop_per_s"], color=colour, marker=marker, zorder=3, s=28)
-        ax.annotate(p["label"], (p["intensity"], p["flop_per_s"]), fontsize=7, xytext=(4, -9),
-                    textcoords="offset points")
+        series.setdefault(p.get("series") or p["tag"], []).append(p)
+    singles = 0
+    for name, pts in series.items():
+        colour, marker = styles.get(pts[0]["dtype"], ("black", "o"))
+        ax.plot([p["intensity"] for p in pts], [p["flop_per_s"] for p in pts], marker=marker, color=colour,
+                lw=1 if len(pts) > 1 else 0, ms=5, zorder=3, label=name if len(pts) > 1 else None)
+        below = pts[0]["dtype"] == "fp32"
+        for i, p in enumerate(pts):
+            dy = (-11 if below else 5) - (10 * (singles % 2) if len(pts) == 1 else 0)
+            ax.annotate(p["tag"], (p["intensity"], p["flop_per_s"]), fontsize=7, color=colour,
+                        xytext=(4, dy), textcoords="offset points")
+        singles += len(pts) == 1
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -80,7 +90,7 @@ def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float
     ax.set_ylabel("achieved throughput (FLOP/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
 

@@ -254,8 +254,7 @@ import matplotlib.pyplot as plt
 from course_lib.plots import roofline_figure
 
 roofs = {d: ceilings.matmul_flop_per_s[d] for d in ("fp32", "bf16") if d in ceilings.matmul_flop_per_s}
-short = [dict(p, label=p["label"].replace("matmul ", "").replace(", one call at a time", " 1x")) for p in points]
-roofline_figure(short, ceilings.copy_bandwidth_bytes_per_s, roofs,
+roofline_figure(points, ceilings.copy_bandwidth_bytes_per_s, roofs,
                 f"{measured.gpu}: operations under the measured roofs ({measured.provenance})")
 plt.show()
 """),
