@@ -46,9 +46,10 @@ WIDGET_UPDATE_TIMEOUT_S = 20     # one control change -> kernel -> re-rendered a
 
 # Widget-model trouble, in the server log or the browser console.
 WIDGET_ERROR_PATTERNS = re.compile(
-    r"could not create (a )?model|model class|error displaying widget|class \S+ not found|model not found",
-    re.IGNORECASE)
-CONSOLE_ERROR_PATTERNS = re.compile(r"widget|class \S+ not found|could not create (a )?model", re.IGNORECASE)
+    r"could not create (a )?model|model class|error displaying widget|class \S+ not found|model not found"
+    r"|no version of module \S+ is registered", re.IGNORECASE)
+CONSOLE_ERROR_PATTERNS = re.compile(
+    r"widget|class \S+ not found|could not create (a )?model|no version of module \S+ is registered", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- Chromium
@@ -413,7 +414,25 @@ class LabNotebook:
         hits = self.page.locator(".jp-OutputArea-output").filter(has_text=re.compile("Error displaying widget", re.I))
         return hits.all_inner_texts()
 
+    def loading_widgets(self) -> list[str]:
+        return self.page.locator(".jp-OutputArea-output").filter(
+            has_text=re.compile(r"^\s*Loading widget", re.I)).all_inner_texts()
+
+    def wait_widgets_settled(self, timeout_s: float = WIDGET_UPDATE_TIMEOUT_S) -> None:
+        """Until no widget output still shows ipywidgets' "Loading widget..." placeholder.
+
+        A view whose model is missing shows the placeholder for a moment, then "Error
+        displaying widget: model not found": checking for errors earlier would miss it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while self.loading_widgets():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(self.loading_widgets())} widget output(s) of {self.notebook.name} "
+                                     f"still show 'Loading widget...' after {timeout_s:.0f} s")
+            time.sleep(0.25)
+
     def assert_no_widget_errors(self) -> None:
+        self.wait_widgets_settled()
         on_page = self.page.evaluate("() => document.body.innerText")
         problems = []
         if re.search("Error displaying widget", on_page, re.I):

@@ -174,15 +174,28 @@ def drive_calculator(browser, server: LabServer, notebook_path, case: Calculator
         nb.close()
 
 
+def lab(request) -> tuple:
+    """(browser, server), after the Chromium check.
+
+    The check runs in the test itself, not in a fixture, so that a missing Chromium under
+    CI=true reports as a FAILED test (a fixture would report an ERROR), and a learner's
+    machine without Chromium reports SKIPPED before any server starts.
+    """
+    require_chromium()
+    return request.getfixturevalue("browser"), request.getfixturevalue("lab_server")
+
+
 @pytest.mark.parametrize("case", CALCULATORS, ids=lambda c: c.id)
-def test_calculator_in_notebook(browser, lab_server, case: CalculatorCase):
+def test_calculator_in_notebook(request, case: CalculatorCase):
+    browser, server = lab(request)
     src = NOTEBOOKS / case.notebook
     assert src.exists(), f"{src.relative_to(NOTEBOOKS.parent)} does not exist (the browser test drives its calculator)"
-    copy = copy_notebook(src, lab_server.root_dir)  # the repository's notebook is never touched
-    drive_calculator(browser, lab_server, copy, case)
+    copy = copy_notebook(src, server.root_dir)  # the repository's notebook is never touched
+    drive_calculator(browser, server, copy, case)
 
 
-def test_calculator_renders_in_minimal_notebook(browser, lab_server):
+def test_calculator_renders_in_minimal_notebook(request):
     """Smoke test: a two-cell notebook that only displays the calculator."""
-    nb = write_notebook(lab_server.root_dir / MINIMAL.notebook, MINIMAL_SOURCES)
-    drive_calculator(browser, lab_server, nb, MINIMAL)
+    browser, server = lab(request)
+    nb = write_notebook(server.root_dir / MINIMAL.notebook, MINIMAL_SOURCES)
+    drive_calculator(browser, server, nb, MINIMAL)
