@@ -111,7 +111,7 @@ def environment() -> Environment:
             env.cuda_runtime = _fmt_cuda_version(cupy.cuda.runtime.runtimeGetVersion())
         except Exception:
             env.cuda_runtime = None
-        if ok:
+        if env.mode == "live":
             from .hardware import detect
 
             info = detect()

@@ -13,6 +13,7 @@ if ! $PY -c 'import nbval, nbclient, ipykernel, ipywidgets' 2>/dev/null; then
   eval "$(bash scripts/gpu_host_wheels.sh install)"
 fi
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
+export COURSE_MODE=live   # the suite's conftest.py defaults to replay; this is the live run
 $PY -c 'from course_lib import runtime; assert runtime.mode() == "live", "no usable GPU: this is the GPU test"'
 
 if [ "${RECORD:-0}" = 1 ]; then
