@@ -35,4 +35,5 @@ for path in paths:
     nbformat.write(nb, path)
     print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
 PY
-$PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q notebooks/ "$@"
+if [ $# -gt 0 ]; then targets=("$@"); else targets=(notebooks/); fi
+$PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q "${targets[@]}"
