@@ -1,0 +1,299 @@
+"""Notebooks 04/05: the recorded H200 evidence, the analysis helpers, the exercise checks and the calculators."""
+import re
+
+import pytest
+
+from course_lib import evidence, experiments, lab_memory, memory, profiler
+from course_lib import exercises_memory as ex
+from course_lib import widgets_memory as wm
+from course_lib.evidence import Case
+from course_lib.experiments import Result
+
+EXPERIMENTS = ["coalescing.strided_copy", "coalescing.patterns", "transpose.ladder", "banks.probe"]
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {name: experiments.run(name) for name in EXPERIMENTS}
+
+
+# --------------------------------------------------------------------------- the records
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_records_validate_and_carry_a_profile(name):
+    record = evidence.load("h200", name)
+    assert evidence.validate(record) == []
+    profiled = [c for c in record["cases"] if c["kernel"].split(".")[0] in ("coalescing", "transpose", "elementwise")
+                and not (name == "transpose.ladder" and "copy" in c["kernel"])]
+    assert profiled and all("ncu" in c["extra"] and c["extra"]["ncu_version"] and c["extra"]["ncu_command"]
+                            for c in profiled)
+
+
+def test_strided_sectors_per_request_are_the_models_exactly(results):
+    rows = lab_memory.global_profile_rows(results["coalescing.strided_copy"])
+    assert len(rows) == 9
+    for r in rows:
+        assert r["ncu sectors/read"] == r["model sectors/read"]
+        assert r["ncu sectors/write"] == r["model sectors/write"] == 4
+
+
+def test_dram_reads_follow_64_byte_blocks_on_the_h200(results):
+    for r in lab_memory.global_profile_rows(results["coalescing.strided_copy"]):
+        assert r["ncu DRAM read MB"] == pytest.approx(r["model DRAM read MB, 64-B blocks"], rel=0.01)
+
+
+def test_misaligned_reads_cost_l1_sectors_but_not_dram(results):
+    for r in lab_memory.global_profile_rows(results["coalescing.patterns"]):
+        if r["case"].startswith("offset 1 "):
+            assert r["ncu sectors/read"] == 5
+            assert r["ncu DRAM read MB"] == pytest.approx(r["requested read MB"], rel=0.01)
+
+
+def test_probe_wavefronts_are_the_bank_models(results):
+    probe = results["banks.probe"]
+    for r in lab_memory.probe_rows(probe):
+        assert r["ncu wavefronts/request"] == pytest.approx(r["model wavefronts/request"], rel=0.005)
+    fit = lab_memory.probe_fit(probe)
+    assert 0.9 < fit["cycles_per_wavefront"] < 1.1 and fit["worst_residual"] < 0.05
+
+
+def test_transpose_bank_model_vs_profiler(results):
+    rows = {r["case"]: r for r in lab_memory.smem_profile_rows(results["transpose.ladder"])}
+    assert rows["shared tile 32×32"]["model load wavefronts/request"] == 32
+    assert rows["shared tile 32×32"]["ncu load wavefronts/request"] == pytest.approx(32, rel=0.05)
+    for name in ("padded tile 32×33", "swizzled tile 32×32", "padded tile 64×65"):
+        assert rows[name]["model load wavefronts/request"] == 1
+        assert rows[name]["ncu load wavefronts/request"] < 1.25
+
+
+def test_performance_targets_in_one_run(results):
+    ladder = results["transpose.ladder"]
+    cupy_copy = ladder.case("CuPy device-to-device copy").bandwidth_bytes_per_s
+    best = lab_memory.best_transpose(ladder)
+    assert best.kernel in {f"transpose.{t[0]}" for t in lab_memory.TRANSPOSES if t[4] is not None}
+    assert best.bandwidth_bytes_per_s >= 0.85 * cupy_copy
+    assert ladder.case("course copy_vec4").bandwidth_bytes_per_s >= 0.95 * cupy_copy
+    rows = {r["case"]: r for r in lab_memory.transpose_rows(ladder)}
+    assert rows["shared tile 32×32"]["GB/s"] < rows["padded tile 32×33"]["GB/s"]
+    assert rows["naive (no shared memory)"]["GB/s"] < rows["shared tile 32×32"]["GB/s"]
+
+
+def test_copy_rows_use_the_sector_model(results):
+    strided = results["coalescing.strided_copy"]
+    rows = lab_memory.copy_rows(strided, 4e12, "strides")
+    assert [r["strides"] for r in rows] == strided.params["strides"]
+    two = next(r for r in rows if r["strides"] == 2)
+    assert two["model GB/s"] == pytest.approx(4e12 * 2 / 3 / 1e9)
+    blocks = {r["case"]: r for r in lab_memory.dram_rows(strided, 4e12)}
+    assert blocks["stride 16"]["model GB/s, 64-B blocks"] == pytest.approx(4e12 * 2 / 17 / 1e9)
+
+
+def test_transpose_model_matches_memory_module():
+    m = lab_memory.transpose_model("transpose_tiled", 8192)
+    p = memory.transpose_smem_full_tiles(8192, 32, 8, 32, False)
+    assert (m["smem_load_wavefronts"], m["smem_load_requests"]) == (p.load_wavefronts, p.load_requests)
+    assert lab_memory.transpose_model("transpose_naive", 8192)["write_sectors_per_request"] == 32
+
+
+def test_the_template_source_is_shown():
+    src = lab_memory.tiled_transpose_source()
+    assert "template <int TILE, int ROWS, int PITCH, bool SWIZZLE>" in src and "__syncthreads" in src
+
+
+# --------------------------------------------------------------------------- profiling plumbing (no GPU needed)
+
+def _launches(n):
+    return [lab_memory._Launch(f"case {i}", {}, "coalescing.strided_copy", lambda: None, dict, 8.0) for i in range(n)]
+
+
+def _cases(n):
+    return [Case(f"case {i}", {}, "coalescing.strided_copy", [1e-3] * 20, 0, 8.0, {}) for i in range(n)]
+
+
+def test_profile_unavailable_is_recorded_not_raised(monkeypatch):
+    def refuse(*a, **k):
+        raise profiler.ProfilerUnavailable("no permission (ERR_NVGPUCTRPERM)")
+
+    monkeypatch.setattr(profiler, "ncu_metrics", refuse)
+    cases = _cases(2)
+    lab_memory._attach_profile(cases, _launches(2), "coalescing.strided_copy", {}, ["dram__bytes_read.sum"], "x")
+    assert all("ERR_NVGPUCTRPERM" in c.extra["ncu_unavailable"] and "ncu" not in c.extra for c in cases)
+
+
+def test_profile_metrics_attach_in_launch_order(monkeypatch):
+    fake = [profiler.KernelProfile(i, "strided_copy", "", "", {"dram__bytes_read.sum": float(i), "x.sum": "n/a"})
+            for i in range(2)]
+    monkeypatch.setattr(profiler, "ncu_metrics", lambda *a, **k: fake)
+    monkeypatch.setattr(profiler, "ncu_version", lambda: "Version test")
+    cases = _cases(2)
+    lab_memory._attach_profile(cases, _launches(2), "coalescing.strided_copy", {},
+                               ["dram__bytes_read.sum", "x.sum"], "x")
+    assert [c.extra["ncu"]["dram__bytes_read.sum"] for c in cases] == [0.0, 1.0]
+    assert cases[0].extra["ncu"]["x.sum"] is None and cases[0].extra["ncu_version"] == "Version test"
+
+
+def test_profile_of_the_wrong_kernels_is_refused(monkeypatch):
+    fake = [profiler.KernelProfile(0, "copy", "", "", {})]
+    monkeypatch.setattr(profiler, "ncu_metrics", lambda *a, **k: fake)
+    cases = _cases(1)
+    lab_memory._attach_profile(cases, _launches(1), "coalescing.strided_copy", {}, ["a.sum"], "x")
+    assert "expected" in cases[0].extra["ncu_unavailable"]
+
+
+def test_live_result_without_profile_falls_back_to_the_recording(results):
+    rec = results["coalescing.strided_copy"]
+    stripped = [Case(c.name, c.params, c.kernel, c.samples_s, c.flop, c.bytes, c.check, c.launch,
+                     extra={"model": c.extra["model"], "ncu_unavailable": "counters not accessible"})
+                for c in rec.cases]
+    live = Result(rec.experiment, "live", rec.machine, rec.recorded_at, rec.params, stripped)
+    shown, note = lab_memory.profile_source(live)
+    assert shown is not None and shown.mode == "recorded" and lab_memory.has_profile(shown)
+    assert "counters not accessible" in note and "recorded on NVIDIA H200" in note
+
+
+# --------------------------------------------------------------------------- exercise checks
+
+def test_check_sectors():
+    right = {q: ex.sectors_of(q) for q in ex.SECTOR_QUESTIONS}
+    assert ex.check_sectors(right).correct
+    assert sorted(right.values()) == [1, 2, 4, 5, 8, 16, 32]
+    wrong = dict(right, **{"fp32, stride 2": 4})
+    assert not ex.check_sectors(wrong).correct and "fp32, stride 2" in ex.check_sectors(wrong)
+    assert not ex.check_sectors({}).correct
+    assert not ex.check_sectors(8).correct
+
+
+def test_check_wavefronts():
+    right = {q: ex.wavefronts_of(q) for q in ex.BANK_QUESTIONS}
+    assert ex.check_wavefronts(right).correct
+    assert right["8 B, a row (consecutive doubles)"] == 2 and right["4 B, a column of a 32 x 48 tile"] == 16
+    assert not ex.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
+
+
+SCALE = r'''
+extern "C" __global__ void my_scale(float* out, const float* in, int rows, int cols) {
+    int a = blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y * blockDim.y + threadIdx.y;
+    int row = a, col = b;
+    if (row < rows && col < cols) out[(size_t)row * cols + col] = 2.0f * in[(size_t)row * cols + col];
+}'''
+
+TRANSPOSE = r'''
+#define PITCH 32
+#define TILE_AT(r, c) tile[(r) * PITCH + (c)]
+extern "C" __global__ void my_transpose(float* out, const float* in, int n) {
+    __shared__ float tile[32 * PITCH];
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8) if (x < n && y + j < n) TILE_AT(threadIdx.y + j, threadIdx.x) = in[(size_t)(y + j) * n + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8) if (x < n && y + j < n) out[(size_t)(y + j) * n + x] = TILE_AT(threadIdx.x, threadIdx.y + j);
+}'''
+
+
+def test_the_notebooks_exercise_sources_are_these():
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "notebooks"
+    src04 = "".join("".join(c["source"]) for c in json.loads((nb / "04_coalescing.ipynb").read_text())["cells"])
+    src05 = "".join("".join(c["source"]) for c in json.loads((nb / "05_shared_memory.ipynb").read_text())["cells"])
+    assert "int row = a, col = b;" in src04 and "#define TILE_AT(r, c) tile[(r) * PITCH + (c)]" in src05
+
+
+@pytest.mark.parametrize("edit, correct, text", [
+    (lambda s: s, False, "32 sectors"),
+    (lambda s: s.replace("int row = a, col = b;", "int row = b, col = a;"), True, "4 sectors"),
+    (lambda s: s.replace("int row = a, col = b;", "int row = b, col = b;"), False, "Not correct yet"),
+    (lambda s: s.replace("2.0f * in[(size_t)row * cols + col]", "2.0f * in[(size_t)col * cols + row]")
+     .replace("int row = a, col = b;", "int row = b, col = a;"), False, "writes out["),
+    (lambda s: s.replace("int row = a, col = b;", "int row = b, col = a"), False, "does not compile"),
+    (lambda s: s.replace("int row = a, col = b;", "int row = b, col = a; float z = 1.0f;"), False,
+     "could not follow"),
+    (lambda s: "no kernel here", False, "defines my_scale"),
+])
+def test_coalescing_fix_check_in_replay(edit, correct, text):
+    v = ex.check_coalescing_fix(edit(SCALE))
+    assert v.correct is correct and text in v, v
+
+
+@pytest.mark.parametrize("edit, correct, text", [
+    (lambda s: s, False, "takes 32"),
+    (lambda s: s.replace("#define PITCH 32", "#define PITCH 33"), True, "32 unused"),
+    (lambda s: s.replace("(r) * PITCH + (c)", "(r) * PITCH + ((c) ^ (r))"), True, "0 unused"),
+    (lambda s: s.replace("#define PITCH 32", "#define PITCH 16"), False, "outside the tile"),
+    (lambda s: s.replace("(r) * PITCH + (c)", "(r) * PITCH + ((c) ^ 1)"), False, "takes 32"),
+    (lambda s: s.replace("(r) * PITCH + (c)", "(r) + (c)"), False, "overwrite each other"),
+    (lambda s: s.replace("__syncthreads();", "__syncthreads()"), False, "does not compile"),
+])
+def test_transpose_fix_check_in_replay(edit, correct, text):
+    v = ex.check_transpose_fix(edit(TRANSPOSE))
+    assert v.correct is correct and text in v, v
+
+
+# --------------------------------------------------------------------------- calculators, headless
+
+def shown(calc, cls):
+    m = re.search(rf'class="{cls}">([^<]*)<', calc.answer.value)
+    return m.group(1) if m else None
+
+
+def test_sector_calculator_shows_the_models_numbers():
+    calc = wm.SectorCalculator(pattern="unit")
+    assert (shown(calc, "course-sectors"), shown(calc, "course-efficiency")) == ("4", "100.0")
+    calc.offset.value = 4
+    assert (shown(calc, "course-sectors"), shown(calc, "course-efficiency")) == ("5", "80.0")
+    calc.offset.value = 0
+    calc.pattern.value = "strided"
+    calc.stride.value = 2
+    assert (shown(calc, "course-sectors"), shown(calc, "course-efficiency"), shown(calc, "course-lines")) == \
+        ("8", "50.0", "2")
+    calc.element_bytes.value = 16
+    c = memory.sector_count(memory.warp_addresses("strided", 16, stride=2), 16)
+    assert shown(calc, "course-sectors") == str(c.n_sectors) and shown(calc, "course-fetched") == f"{c.fetched_bytes:,}"
+    calc.lanes.value = 8
+    assert shown(calc, "course-active") == "8"
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda c: (setattr(c.pattern, "value", "strided"), setattr(c.stride, "value", 0)), "stride 0"),
+    (lambda c: setattr(c.offset, "value", 2), "misaligns"),
+    (lambda c: setattr(c.offset, "value", -4), "0 or more"),
+    (lambda c: (setattr(c.pattern, "value", "shifted"), setattr(c.shift, "value", -1)), "shift must be"),
+])
+def test_sector_calculator_bad_input(setup, message):
+    calc = wm.SectorCalculator(pattern="unit")
+    setup(calc)
+    assert "course-calc-error" in calc.answer.value and message in calc.answer.value
+    assert "Traceback" not in calc.answer.value
+
+
+def test_bank_calculator_shows_the_models_numbers():
+    calc = wm.BankCalculator(pattern="column", pitch=32)
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ways")) == ("32", "32")
+    calc.pitch.value = 33
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-degree")) == ("1", "1.00")
+    calc.access_bytes.value = 8
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ideal")) == ("2", "2")
+    assert "served 16 lanes at a time" in calc.answer.value
+    calc.pitch.value = 32
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ways")) == ("32", "16")
+    calc.pattern.value = "swizzled column"
+    assert shown(calc, "course-wavefronts") == "2"
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda c: setattr(c.pitch, "value", 0), "at least 1 element"),
+    (lambda c: (setattr(c.pattern, "value", "strided"), setattr(c.stride, "value", 0)), "stride 0"),
+    (lambda c: (setattr(c.pattern, "value", "swizzled column"), setattr(c.pitch, "value", 33)), "multiple of 32"),
+    (lambda c: setattr(c.index, "value", 40), "outside the tile"),
+])
+def test_bank_calculator_bad_input_and_recovery(setup, message):
+    calc = wm.BankCalculator(pattern="column", pitch=32)
+    setup(calc)
+    assert "course-calc-error" in calc.answer.value and message in calc.answer.value
+    calc.pattern.value = "row"
+    calc.pitch.value = 32
+    calc.index.value = 0
+    calc.stride.value = 1
+    assert shown(calc, "course-wavefronts") == "1"

@@ -1,0 +1,199 @@
+"""The sector and bank models: the seed's worked examples, a brute-force cross-check, clear errors."""
+import random
+
+import pytest
+
+from course_lib import memory
+
+
+def sectors(**kw):
+    return memory.sector_count(memory.warp_addresses(**kw), kw.get("element_bytes", 4))
+
+
+# --------------------------------------------------------------------------- the seed's numbers (lesson 001, 0x06)
+
+def test_aligned_fp32_is_four_sectors_at_full_efficiency():
+    c = sectors()
+    assert (c.n_sectors, c.requested_bytes, c.fetched_bytes, c.efficiency) == (4, 128, 128, 1.0)
+    assert c.n_lines == 1
+
+
+def test_shifted_by_four_bytes_is_five_sectors_eighty_percent():
+    c = sectors(offset_bytes=4)
+    assert (c.n_sectors, c.fetched_bytes) == (5, 160)
+    assert c.efficiency == pytest.approx(0.8)
+
+
+def test_stride_two_is_eight_sectors_fifty_percent():
+    c = sectors(pattern="strided", stride=2)
+    assert (c.n_sectors, c.efficiency) == (8, 0.5)
+
+
+def test_bf16_aligned_fits_two_sectors():
+    c = sectors(element_bytes=2)
+    assert (c.requested_bytes, c.n_sectors, c.efficiency) == (64, 2, 1.0)
+
+
+@pytest.mark.parametrize("stride, n", [(1, 4), (2, 8), (3, 12), (4, 16), (8, 32), (9, 32), (33, 32), (1025, 32)])
+def test_strided_fp32_sector_counts(stride, n):
+    assert memory.strided_sectors(stride).n_sectors == n
+
+
+def test_permuted_lanes_touch_the_same_sectors_and_random_gathers_scatter():
+    assert sectors(pattern="permuted", seed=3).sectors == sectors().sectors
+    assert sectors(pattern="random", seed=1).n_sectors == 32
+
+
+def test_fewer_active_lanes_request_fewer_bytes():
+    c = sectors(active_lanes=8)
+    assert (c.active_lanes, c.requested_bytes, c.n_sectors, c.efficiency) == (8, 32, 1, 1.0)
+
+
+def test_vector_elements():
+    assert sectors(element_bytes=16).n_sectors == 16
+    assert sectors(element_bytes=8, pattern="strided", stride=2).n_sectors == 16
+
+
+def test_shifted_pattern_is_a_unit_stride_one_element_on():
+    assert sectors(pattern="shifted", shift=1).addresses_bytes == sectors(offset_bytes=4).addresses_bytes
+
+
+def test_unpadded_column_is_bank_c_padded_is_r_plus_c():
+    col = memory.bank_conflicts(memory.shared_addresses("column", pitch=32, index=7))
+    assert all(b == (7,) for b in col.lane_banks)
+    assert (col.wavefronts, col.ways, col.conflict_degree) == (32, 32, 32.0)
+    padded = memory.bank_conflicts(memory.shared_addresses("column", pitch=33, index=7))
+    assert [b[0] for b in padded.lane_banks] == [(r + 7) % 32 for r in range(32)]
+    assert (padded.wavefronts, padded.extra_wavefronts) == (1, 0)
+
+
+def test_row_broadcast_and_swizzle_are_conflict_free():
+    for kw in ({"pattern": "row"}, {"pattern": "broadcast"}, {"pattern": "swizzled column", "index": 11}):
+        assert memory.bank_conflicts(memory.shared_addresses(**kw)).wavefronts == 1
+
+
+def test_eight_byte_accesses_are_served_per_half_warp():
+    row = memory.bank_conflicts(memory.shared_addresses("row", 8), 8)
+    assert (row.lanes_per_phase, row.wavefronts, row.ideal_wavefronts, row.conflict_degree) == (16, 2, 2, 1.0)
+    col = memory.bank_conflicts(memory.shared_addresses("column", 8, pitch=32), 8)
+    assert (col.phase_wavefronts, col.ways) == ((16, 16), 16)
+    assert memory.bank_conflicts(memory.shared_addresses("column", 8, pitch=33), 8).wavefronts == 2
+    assert memory.bank_conflicts(memory.shared_addresses("swizzled column", 8, index=5), 8).wavefronts == 2
+    # lanes 0-15 on banks 0-1, lanes 16-31 on banks 2-3: fixed half-warp phases give 16 + 16, not 16
+    halves = [8 * (16 * (i % 16) + i // 16) for i in range(32)]
+    assert memory.bank_conflicts(halves, 8).wavefronts == 32
+
+
+def test_sixteen_byte_accesses_are_served_per_quarter_warp():
+    r = memory.bank_conflicts(memory.shared_addresses("row", 16), 16)
+    assert (r.lanes_per_phase, r.wavefronts) == (8, 4)
+
+
+def test_dram_blocks_of_64_bytes():
+    assert memory.dram_blocks(memory.warp_addresses("strided", 4, stride=16), 4).fetched_bytes == 2048
+    assert memory.dram_blocks(memory.warp_addresses("strided", 4, stride=9), 4).n_sectors == 18
+    assert memory.dram_blocks(memory.warp_addresses("unit", 4), 4).efficiency == 1.0
+
+
+def test_predicted_copy():
+    p = memory.predicted_copy(100.0, 100.0, 0.5, 1.0, 10.0)
+    assert (p.dram_bytes, p.seconds, p.bandwidth_bytes_per_s) == (300.0, 30.0, pytest.approx(200 / 30))
+    assert memory.predicted_copy(1, 1, 1, 1, 5.0).bandwidth_bytes_per_s == 5.0
+
+
+# --------------------------------------------------------------------------- brute force over random lane patterns
+
+def brute_sectors(addrs, b, s=32):
+    touched = set()
+    for a in addrs:
+        if a is not None:
+            for byte in range(a, a + b):
+                touched.add(byte // s)
+    return touched
+
+
+def brute_wavefronts(addrs, b):
+    """Simulate the banks: each pass serves, per phase, one pending word per bank (all lanes wanting it)."""
+    per_phase = max(1, min(32, 128 // b))
+    total = 0
+    for start in range(0, 32, per_phase):
+        pending = {w for a in addrs[start:start + per_phase] if a is not None for w in range(a // 4, (a + b - 1) // 4 + 1)}
+        while pending:
+            served = {}
+            for w in sorted(pending):
+                served.setdefault(w % 32, w)
+            pending -= set(served.values())
+            total += 1
+    return total
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_models_match_brute_force_on_random_warps(seed):
+    rng = random.Random(seed)
+    b = rng.choice([1, 2, 4, 8, 16])
+    span = rng.choice([64, 512, 4096, 1 << 20])
+    addrs = [rng.randrange(span) // b * b if rng.random() < 0.85 else None for _ in range(32)]
+    if all(a is None for a in addrs):
+        addrs[0] = 0
+    c = memory.sector_count(addrs, b)
+    assert set(c.sectors) == brute_sectors(addrs, b)
+    assert c.efficiency == pytest.approx(sum(a is not None for a in addrs) * b / (32 * len(c.sectors)))
+    assert memory.bank_conflicts(addrs, b).wavefronts == brute_wavefronts(addrs, b)
+
+
+# --------------------------------------------------------------------------- bad input gets a clear message
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: memory.warp_addresses("strided", 4, stride=0), "stride 0"),
+    (lambda: memory.warp_addresses("strided", 4, stride=-2), "must be positive"),
+    (lambda: memory.shared_addresses("strided", 4, stride=0), "stride 0"),
+    (lambda: memory.sector_count([0] * 31, 4), "exactly 32 addresses"),
+    (lambda: memory.bank_conflicts([0] * 33, 4), "exactly 32 addresses"),
+    (lambda: memory.sector_count([0] * 32, 3), "power of two"),
+    (lambda: memory.warp_addresses("unit", 12), "power of two"),
+    (lambda: memory.bank_conflicts([0] * 32, 6), "power of two"),
+    (lambda: memory.sector_count([0] * 32, 32), "at most 16 bytes"),
+    (lambda: memory.warp_addresses("unit", 4, offset_bytes=2), "misaligns"),
+    (lambda: memory.sector_count([4 * i + 2 for i in range(32)], 4), "misaligned"),
+    (lambda: memory.sector_count([None] * 32, 4), "no active lanes"),
+    (lambda: memory.warp_addresses("diagonal"), "unknown pattern"),
+    (lambda: memory.warp_addresses("unit", active_lanes=0), "between 1 and 32"),
+    (lambda: memory.shared_addresses("column", pitch=0), "at least 1 element"),
+    (lambda: memory.shared_addresses("swizzled column", pitch=33), "multiple of 32"),
+    (lambda: memory.shared_addresses("row", pitch=16), "shorter than"),
+    (lambda: memory.predicted_copy(1, 1, 0.0, 1, 1), "efficiency"),
+    (lambda: memory.predicted_copy(1, 1, 1, 1, 0), "ceiling must be positive"),
+    (lambda: memory.sector_count("0, 4, 8", 4), "list of 32 byte addresses"),
+])
+def test_bad_input_is_a_clear_value_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# --------------------------------------------------------------------------- the transpose tile
+
+def test_swizzle_is_a_permutation_of_every_row_and_column():
+    for r in range(32):
+        assert sorted(memory.swizzle(r, c) for c in range(32)) == list(range(32))
+    for c in range(32):
+        assert sorted(memory.swizzle(r, c) for r in range(32)) == list(range(32))
+    for c in range(32, 64):   # a 64-wide tile swizzles within each group of 32 columns
+        assert {memory.swizzle(r, c) for r in range(32)} == set(range(32, 64))
+
+
+@pytest.mark.parametrize("pitch, swz, load_per_request", [(32, False, 32), (33, False, 1), (32, True, 1)])
+def test_transpose_tile_wavefronts(pitch, swz, load_per_request):
+    p = memory.transpose_smem_full_tiles(64, 32, 8, pitch, swz)
+    assert p.store_requests == p.load_requests == 4 * 32
+    assert p.store_wavefronts == p.store_requests
+    assert p.load_wavefronts == load_per_request * p.load_requests
+    assert p.load_conflicts == (load_per_request - 1) * p.load_requests
+
+
+def test_transpose_edges_count_partial_warps():
+    full = memory.transpose_smem_full_tiles(64, 32, 8, 33, False)
+    assert memory.transpose_smem(64, 64, 32, 8, 33, False) == full
+    edge = memory.transpose_smem(37, 70, 32, 8, 32, False)
+    assert edge.store_requests < full.store_requests and edge.load_wavefronts > edge.load_requests
+    with pytest.raises(ValueError, match="multiple of the tile"):
+        memory.transpose_smem_full_tiles(100, 32, 8, 33, False)
