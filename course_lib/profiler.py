@@ -6,6 +6,11 @@ and returns one ``KernelProfile`` per profiled launch. Clock control is off so
 profiled kernels run at the clocks the timed ones ran at. Where profiling is
 not possible (no ncu, or no permission to read the GPU's counters) it raises
 ``ProfilerUnavailable`` saying why; notebooks then show the recorded metrics.
+
+``attach_profiles`` runs a script that repeats an experiment's launches under ncu and
+stores each launch's metrics in the matching case's ``extra["ncu"]`` (or the reason in
+``extra["ncu_unavailable"]``); ``profiled_result`` picks the live metrics when there are
+some, else the recorded run's, saying why.
 """
 from __future__ import annotations
 
@@ -31,6 +36,11 @@ class KernelProfile:
     grid: str
     metrics: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def function(self) -> str:
+        """The kernel's name without an argument list (ncu may print either)."""
+        return self.kernel.split("(")[0].strip()
 
 
 def ncu_path() -> str | None:
@@ -82,6 +92,7 @@ _PERMISSION_HINT = ("the GPU's performance counters are not accessible to this u
 
 def ncu_metrics(script: str, metrics: list[str], kernel_regex: str | None = None,
                 launch_count: int | None = None, timeout_s: int = 600) -> list[KernelProfile]:
+    """Profile every launch of ``python -c script`` whose kernel matches ``kernel_regex``."""
     exe = ncu_path()
     if exe is None:
         raise ProfilerUnavailable("Nsight Compute (ncu) is not installed or not on PATH; "
@@ -93,7 +104,10 @@ def ncu_metrics(script: str, metrics: list[str], kernel_regex: str | None = None
         cmd += ["-c", str(launch_count)]
     cmd += [sys.executable, "-c", script]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise ProfilerUnavailable(f"ncu did not finish within {timeout_s} s") from None
     text = proc.stdout + proc.stderr
     if "ERR_NVGPUCTRPERM" in text:
         raise ProfilerUnavailable(_PERMISSION_HINT)
@@ -113,3 +127,48 @@ def command_line(metrics: list[str], kernel_regex: str | None = None) -> str:
     """The command, as text, for a record's provenance."""
     k = f" -k regex:{kernel_regex}" if kernel_regex else ""
     return f"ncu --csv --clock-control none --print-units base --metrics {','.join(metrics)}{k} python -c <script>"
+
+
+def attach_profiles(cases: list, script: str, metrics: list[str], kernel_regex: str,
+                    expected_kernels: list[str], timeout_s: int = 240) -> bool:
+    """Run ``script`` (it launches each case's kernel once, in case order) under ncu and store
+    each launch's metrics in the matching case's ``extra``. Never raises for a profiler that
+    cannot run: the reason goes into ``extra["ncu_unavailable"]`` and the result is ``False``."""
+    try:
+        profiles = ncu_metrics(script, metrics, kernel_regex, timeout_s=timeout_s)
+        got = [p.function for p in profiles]
+        if got != list(expected_kernels):
+            raise ProfilerUnavailable(f"ncu profiled {got}, expected {list(expected_kernels)}")
+    except ProfilerUnavailable as exc:
+        for c in cases:
+            c.extra["ncu_unavailable"] = str(exc)
+        return False
+    command, version = command_line(metrics, kernel_regex), ncu_version()
+    for c, p in zip(cases, profiles):
+        c.extra["ncu"] = {m: p.metrics.get(m) for m in metrics}
+        c.extra["ncu_command"] = command
+        c.extra["ncu_version"] = version
+    return True
+
+
+def has_profile(result) -> bool:
+    return any("ncu" in c.extra for c in result.cases)
+
+
+def profiled_result(result):
+    """``(result with ncu metrics or None, note)``: the live metrics if this run has them, else the
+    recorded run's, with the reason profiling was not possible here."""
+    if has_profile(result):
+        return result, f"Nsight Compute metrics {result.provenance}"
+    reasons = sorted({c.extra["ncu_unavailable"] for c in result.cases if c.extra.get("ncu_unavailable")})
+    why = "; ".join(reasons) or "this run carries no profiler metrics"
+    from . import experiments
+
+    try:
+        recorded = experiments.replay(result.experiment, result.params)
+    except Exception as exc:  # noqa: BLE001  (NotRecorded or a missing file: say so)
+        return None, f"Profiling was not possible here ({why}), and there is no recorded profile: {exc}"
+    if not has_profile(recorded):
+        return None, f"Profiling was not possible here ({why}), and the recorded run has no profile either."
+    return recorded, (f"Profiling was not possible here: {why}. Showing the Nsight Compute metrics "
+                      f"{recorded.provenance} instead.")
