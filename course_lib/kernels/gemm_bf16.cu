@@ -1,0 +1,272 @@
+// GEMM in bf16 on the tensor cores with mma.sync (Ampere's warp-level MMA,
+// which Hopper still runs): notebook 06's last rung.
+//
+// C[M,N] = A[M,K] · B[K,N], all row-major bf16 (raw 16-bit patterns: NVRTC
+// has no cuda_bf16.h here), products accumulated in fp32 registers, C rounded
+// to bf16 once at the end. The pieces, each one PTX instruction:
+//   cp.async.cg.shared.global   16-byte global -> shared copies that bypass the
+//                               registers, issued STAGES-1 tiles ahead;
+//   ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16
+//                               a warp loads four 8x8 bf16 matrices from shared
+//                               memory straight into the mma fragment layout
+//                               (.trans turns B's row-major [k][n] tile into
+//                               the column fragment the mma wants);
+//   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+//                               one warp: a 16x8 fp32 tile += 16x16 · 16x8.
+// Shared tiles are XOR-swizzled in 16-byte chunks so that the eight rows an
+// ldmatrix phase reads fall in eight different bank groups (no padding).
+//
+// Tile parameters are macros (TC_BM, TC_BN, TC_BK, TC_WM, TC_WN, TC_STAGES,
+// TC_GROUP_M): pass -D options to try others. The defaults (128x128x64, 3
+// stages, 64x64 per warp) were the fastest of the tiles timed on an H200 while
+// writing the course: block tiles 128 or 256 wide, BK 32 or 64, 3 to 5 stages,
+// 64x32 to 64x64 warp tiles, and a software-pipelined main loop that spilled. Needs compute capability 8.0+ (bf16 mma); on older GPUs the
+// kernel body is compiled out and traps.
+
+#ifndef TC_BM
+#define TC_BM 128
+#endif
+#ifndef TC_BN
+#define TC_BN 128
+#endif
+#ifndef TC_BK
+#define TC_BK 64
+#endif
+#ifndef TC_WM
+#define TC_WM 64
+#endif
+#ifndef TC_WN
+#define TC_WN 64
+#endif
+#ifndef TC_STAGES
+#define TC_STAGES 3
+#endif
+#ifndef TC_GROUP_M
+#define TC_GROUP_M 8     // block rows that share a band of B in L2 (grid rasterisation)
+#endif
+#ifndef TC_MINB
+#define TC_MINB 1
+#endif
+#define TC_THREADS ((TC_BM / TC_WM) * (TC_BN / TC_WN) * 32)
+#define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2)
+
+typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
+typedef unsigned int u32;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// 16 bytes global -> shared; src_bytes < 16 zero-fills the rest (0: all zeros).
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_bf16(float* d, const u32* a, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two fp32 -> two bf16 (round to nearest even), lo in the low half.
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// One 16-byte chunk (8 bf16) of row `row`, columns col..col+7, of a rows x cols
+// row-major matrix into shared memory at dst. The fast path is one cp.async;
+// a chunk that straddles the right edge, or rows that are not 16-byte aligned
+// (cols % 8 != 0), are copied element by element with zeros beyond the edge.
+__device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __restrict__ src, int row, int col,
+                                           int rows, int cols) {
+    if (row < rows && col + 8 <= cols && (cols & 7) == 0) {
+        cp_async16(smem_addr(dst), src + (size_t)row * cols + col, 16);
+    } else if (row < rows && col < cols) {
+        const bf16_raw* s = src + (size_t)row * cols;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dst[e] = (col + e < cols) ? s[col + e] : (bf16_raw)0;
+    } else {
+        cp_async16(smem_addr(dst), src, 0);   // all zeros; src is only a valid address
+    }
+}
+#endif
+
+// Launch: block (TC_THREADS = 128), grid (ceil(M / TC_BM) * ceil(N / TC_BN)), dynamic shared
+// memory TC_SMEM_BYTES = 98304 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
+// 16-byte aligned. Compute capability 8.0+.
+extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
+        const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
+        int M, int N, int K) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
+    constexpr int NT = TC_THREADS;
+    constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
+    constexpr int CA = BK / 8, CB = BN / 8;            // 16-byte chunks per row of the A and B tiles
+    constexpr int RA = 8 / CA > 0 ? 8 / CA : 1;        // A rows per 128-byte line (swizzle period)
+    constexpr int A_CHUNKS = BM * CA / NT, B_CHUNKS = BK * CB / NT;
+    static_assert(BK % 16 == 0 && CA <= 8 && CB >= 8 && WN % 16 == 0 && WM % 16 == 0, "bad tile");
+    static_assert(A_CHUNKS * NT == BM * CA && B_CHUNKS * NT == BK * CB, "loads do not cover the tile");
+    static_assert(NT % CA == 0 && NT % CB == 0, "a thread's chunks must share one chunk column");
+    extern __shared__ __align__(128) unsigned char smem[];
+    bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem);                 // [S][BM][BK], swizzled
+    bf16_raw* sB = sA + S * BM * BK;                                   // [S][BK][BN], swizzled
+
+    // Rasterise in groups of TC_GROUP_M block rows, so that concurrently running
+    // blocks share B columns (and A rows) in L2 instead of each streaming its own.
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
+    const int pid = blockIdx.x;
+    const int group = pid / (TC_GROUP_M * grid_n);
+    const int first_m = group * TC_GROUP_M;
+    const int rows_in_group = min(grid_m - first_m, TC_GROUP_M);
+    const int bm = (first_m + (pid % (TC_GROUP_M * grid_n)) % rows_in_group) * BM;
+    const int bn = ((pid % (TC_GROUP_M * grid_n)) / rows_in_group) * BN;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
+
+    // Each thread copies A_CHUNKS chunks of the A tile (one chunk column, rows a_r0 + i*A_STEP) and
+    // B_CHUNKS of the B tile. Chunk c of row r of an A tile is stored at chunk c ^ ((r / RA) % CA),
+    // of a B tile at c ^ (r % 8). When K and N are multiples of 8, every chunk lies wholly inside or
+    // wholly outside its matrix, so edges cost nothing but a zero-filling cp.async (source size 0);
+    // otherwise rows are not 16-byte aligned and load_chunk copies element by element.
+    constexpr int A_STEP = NT / CA, B_STEP = NT / CB;
+    const int a_r0 = tid / CA, a_c = tid % CA, b_r0 = tid / CB, b_c = tid % CB;
+    const bool aligned = (K & 7) == 0 && (N & 7) == 0;
+    const bf16_raw* a_src = A + (size_t)(bm + a_r0) * K + a_c * 8;
+    const bf16_raw* b_src = B + (size_t)b_r0 * N + bn + b_c * 8;
+    const bool b_col_ok = bn + b_c * 8 < N;
+    const u32 sA0 = smem_addr(sA), sB0 = smem_addr(sB);
+    // The swizzle term is the same for all of a thread's A chunks (rows a_r0 + i*A_STEP agree on
+    // r / RA mod CA), so chunk i sits a constant stride after the first.
+    const u32 a_dst0 = (a_r0 * BK + ((a_c ^ ((a_r0 / RA) % CA)) * 8)) * 2;
+    auto load_tile = [&](int stage, int k0) {
+        const u32 a_stage = sA0 + stage * BM * BK * 2, b_stage = sB0 + stage * BK * BN * 2;
+        if (aligned) {
+            const bool a_col_ok = k0 + a_c * 8 < K;
+#pragma unroll
+            for (int i = 0; i < A_CHUNKS; ++i) {
+                bool ok = a_col_ok && bm + a_r0 + i * A_STEP < M;
+                cp_async16(a_stage + a_dst0 + i * A_STEP * BK * 2, ok ? a_src + (size_t)i * A_STEP * K + k0 : A,
+                           ok ? 16 : 0);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CHUNKS; ++i) {
+                int r = b_r0 + i * B_STEP;
+                bool ok = b_col_ok && k0 + r < K;
+                cp_async16(b_stage + (r * BN + ((b_c ^ (r % 8)) * 8)) * 2,
+                           ok ? b_src + (size_t)(k0 + i * B_STEP) * N : B, ok ? 16 : 0);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < A_CHUNKS; ++i) {
+                int r = a_r0 + i * A_STEP;
+                load_chunk(sA + stage * BM * BK + r * BK + ((a_c ^ ((r / RA) % CA)) * 8), A, bm + r, k0 + a_c * 8, M, K);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CHUNKS; ++i) {
+                int r = b_r0 + i * B_STEP;
+                load_chunk(sB + stage * BK * BN + r * BN + ((b_c ^ (r % 8)) * 8), B, k0 + r, bn + b_c * 8, K, N);
+            }
+        }
+    };
+
+    float acc[MT][NT8][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+    // ldmatrix.x4: lane l points at row (l % 8) of matrix (l / 8). For A the four
+    // matrices are (rows 0-7 | 8-15) x (k 0-7 | 8-15); for B (k 0-7 | 8-15) x (n 0-7 | 8-15).
+    const int lrow = (lane % 8) + ((lane / 8) & 1) * 8;
+    const int lhalf = lane / 16;
+    constexpr int KK = BK / 16;
+    // Per-lane parts of the ldmatrix addresses. An A row's swizzle depends only on lrow (warp and
+    // mma-tile offsets are multiples of 16 rows); a B row's on lane % 8.
+    const u32 a_lane = (wm0 + lrow) * BK * 2;
+    const int a_sw = (lrow / RA) % CA;
+    u32 b_lane[NT8 / 2];
+#pragma unroll
+    for (int j = 0; j < NT8; j += 2) b_lane[j / 2] = lrow * BN * 2 + ((((wn0 + j * 8) / 8 + lhalf) ^ (lane % 8)) * 16);
+    auto load_frags = [&](u32 (&af)[MT][4], u32 (&bfr)[NT8][2], int stage, int kk) {
+        const u32 a_base = sA0 + stage * BM * BK * 2 + a_lane + (((kk * 2 + lhalf) ^ a_sw) * 16);
+        const u32 b_base = sB0 + stage * BK * BN * 2 + kk * 16 * BN * 2;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+            ldmatrix_x4(a_base + i * 16 * BK * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+#pragma unroll
+        for (int j = 0; j < NT8; j += 2)
+            ldmatrix_x4_trans(b_base + b_lane[j / 2], bfr[j][0], bfr[j][1], bfr[j + 1][0], bfr[j + 1][1]);
+    };
+    auto mma_all = [&](const u32 (&af)[MT][4], const u32 (&bfr)[NT8][2]) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT8; ++j) mma_bf16(acc[i][j], af[i], bfr[j][0], bfr[j][1]);
+    };
+
+    const int tiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+        if (s < tiles) load_tile(s, s * BK);
+        cp_async_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<S - 2>();   // this thread's copies of tile t have landed...
+        __syncthreads();          // ...everyone's have, and everyone is done with tile t-1
+        {
+            int next = t + S - 1;  // refill the stage tile t-1 used
+            if (next < tiles) load_tile(next % S, next * BK);
+            cp_async_commit();
+        }
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk) {
+            u32 af[MT][4], bfr[NT8][2];
+            load_frags(af, bfr, t % S, kk);
+            mma_all(af, bfr);
+        }
+    }
+    cp_async_wait<0>();
+
+    // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                int r = bm + wm0 + i * 16 + g + h * 8, c = bn + wn0 + j * 8 + 2 * q;
+                if (r >= M) continue;
+                u32 v = pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                bf16_raw* dst = C + (size_t)r * N + c;
+                if (c + 1 < N && (N & 1) == 0) {
+                    *reinterpret_cast<u32*>(dst) = v;
+                } else {
+                    if (c < N) dst[0] = (bf16_raw)(v & 0xffff);
+                    if (c + 1 < N) dst[1] = (bf16_raw)(v >> 16);
+                }
+            }
+#else
+    __trap();   // bf16 mma.sync needs compute capability 8.0 or newer
+#endif
+}

@@ -1,0 +1,64 @@
+"""On a CUDA machine only (COURSE_MODE=live): every GEMM kernel against float64 and cuBLAS."""
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+if os.environ.get("COURSE_MODE") != "live":
+    pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
+
+SHAPES = [(1, 1, 1), (31, 33, 17), (128, 128, 128), (257, 130, 515), (1000, 333, 1025), (512, 768, 256)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kernel", ["sgemm_naive", "sgemm_coalesced", "sgemm_smem", "sgemm_reg1d", "sgemm_reg2d",
+                                    "sgemm_vec4", "sgemm_warptile", "sgemm_warptile_db", "sgemm_warptile_db_16x8"])
+def test_fp32_kernels_match_float64(kernel, shape):
+    import cupy
+
+    from course_lib import lab_gemm
+
+    m, n, k = shape
+    a, b = lab_gemm._random((m, k), 11), lab_gemm._random((k, n), 12)
+    c = cupy.full((m, n), float("nan"), dtype=cupy.float32)
+    lab_gemm.run_fp32(kernel, a, b, c)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    err = float(cupy.abs(c - ref).max())
+    assert err <= lab_gemm.fp32_tolerance(k) * float(cupy.abs(ref).max()), err
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(2048, 2048, 2048)], ids=lambda s: "x".join(map(str, s)))
+def test_bf16_mma_matches_float64_and_cublas(shape):
+    import cupy
+    import torch
+
+    from course_lib import lab_gemm
+
+    m, n, k = shape
+    a = lab_gemm.to_bf16_bits(lab_gemm._random((m, k), 13))
+    b = lab_gemm.to_bf16_bits(lab_gemm._random((k, n), 14))
+    c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
+    lab_gemm.run_bf16(a, b, c)
+    got = lab_gemm.bf16_bits_to_float32(c)
+    exact = lab_gemm.bf16_bits_to_float32(a).astype(cupy.float64) @ lab_gemm.bf16_bits_to_float32(b).astype(cupy.float64)
+    scale = float(cupy.abs(exact).max())
+    assert float(cupy.abs(got - exact).max()) <= lab_gemm.bf16_tolerance_rel() * scale
+    lib = cupy.asarray(torch.mm(lab_gemm._torch_view(a), lab_gemm._torch_view(b)).float())
+    assert float(cupy.abs(got - lib).max()) <= lab_gemm.bf16_tolerance_rel() * scale
+
+
+def test_gemm_experiments_record_valid_evidence():
+    from course_lib import evidence, experiments
+
+    for name, params in (("gemm.fp32_ladder", {"sizes": [256, 512], "samples": 20}),
+                         ("gemm.bf16_mma", {"sizes": [512], "samples": 20}),
+                         ("gemm.edges", {"shapes": [[127, 129, 65]], "samples": 20})):
+        r = experiments.run(name, **params)
+        assert r.mode == "live" and evidence.validate(r.to_record("test")) == []
+
+
+def test_smoke_launches_pass():
+    from course_lib import lab_gemm
+
+    lab_gemm.fp32_smoke()
+    lab_gemm.bf16_smoke()

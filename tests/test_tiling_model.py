@@ -1,0 +1,224 @@
+"""Notebook 06 without a GPU: the tiling model against the lesson's worked numbers, the tile
+calculator, the exercise checks, the GEMM kernels' compile-time contracts, and the H200 records."""
+import re
+
+import pytest
+
+from course_lib import cuda, lab_gemm, tiling
+from course_lib.exercises_tiling import check_tile_choice, check_tile_index, reg2d_owner
+from course_lib.hardware import SPECS
+from course_lib.widgets_tiling import tile_calculator
+
+H200 = SPECS["h200"]
+
+
+# --------------------------------------------------------------------------- the lesson's numbers
+
+def test_stage_intensity_matches_the_lesson():
+    assert tiling.stage_intensity(128, 128, 2) == 64
+    assert tiling.stage_intensity(64, 64, 2) == 32
+
+
+def test_one_stage_flops_and_bytes_match_the_lesson():
+    assert tiling.stage_flop(128, 128, 32) == 1_048_576
+    assert tiling.stage_bytes(128, 128, 32, 2) == 16_384
+
+
+def test_staging_and_accumulator_match_the_lesson():
+    assert tiling.staging_bytes(128, 128, 32, 2, stages=2) == 32 * 1024
+    assert tiling.accumulator_bytes(128, 128) == 64 * 1024
+
+
+def test_tile_edge_efficiency_matches_the_lesson():
+    assert tiling.tile_edge_efficiency(129, 129, 128, 128) == pytest.approx(0.2539, abs=1e-4)
+    assert tiling.tile_edge_efficiency(4096, 4096, 128, 128) == 1.0
+
+
+def test_register_tile_intensity_and_shapes():
+    assert tiling.register_tile_intensity(8, 8, 4) == 2.0          # 16 loads of 4 bytes per 64 FMAs
+    assert tiling.register_tile_intensity(1, 1, 4) == 0.25         # one output per thread
+    assert tiling.thread_tile_shape(64) == (8, 8)
+    assert tiling.thread_tile_shape(128) == (16, 8)
+    assert tiling.thread_tile_shape(7) == (7, 1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tiling.stage_intensity(0, 128, 2),
+    lambda: tiling.stage_flop(128, -1, 32),
+    lambda: tiling.staging_bytes(128, 128, 32, 2, stages=0),
+    lambda: tiling.thread_tile_shape(2.5),
+    lambda: tiling.tile_estimate(128, 128, 32, 2, "int3", 256, 64, H200),
+    lambda: tiling.tile_estimate(128, 128, 32, 2, "bf16", 100, 64, H200),
+    lambda: tiling.tile_estimate(128, 128, 32, 0, "bf16", 256, 64, H200),
+])
+def test_bad_input_is_a_clear_value_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_the_lessons_tile_fits_an_h200():
+    e = tiling.tile_estimate(128, 128, 32, 2, "bf16", 256, 64, H200)
+    assert e.fits and e.hbm_intensity == 64 and e.staging_bytes == 32768 and e.accumulator_bytes == 65536
+    assert e.accumulator_registers_per_thread == 64 and e.registers_estimated
+    assert e.residency.resident_blocks >= 1
+
+
+def test_tiles_that_do_not_fit_say_why():
+    too_many_regs = tiling.tile_estimate(256, 256, 32, 2, "bf16", 256, 256, H200)
+    assert not too_many_regs.fits and any("255" in p for p in too_many_regs.problems)
+    too_much_smem = tiling.tile_estimate(256, 256, 64, 4, "bf16", 1024, 64, H200)
+    assert not too_much_smem.fits and any("shared memory per block" in p for p in too_much_smem.problems)
+    t4 = tiling.tile_estimate(128, 128, 64, 3, "fp16", 256, 64, SPECS["t4"])
+    assert not t4.fits
+
+
+def test_the_course_kernels_residency_on_h200():
+    # Step 9 (256 threads, ~220 registers): one block; the bf16 kernel (128 threads, 96 KiB): two.
+    assert tiling.resident_blocks_on(H200, 256, 219, 24832).resident_blocks == 1
+    assert tiling.resident_blocks_on(H200, 128, 251, 98304).resident_blocks == 2
+
+
+# --------------------------------------------------------------------------- the calculator
+
+def shown(calc, cls):
+    m = re.search(rf'class="{cls}">([^<]*)<', calc.answer.value)
+    return m.group(1) if m else None
+
+
+def test_calculator_default_shows_the_lessons_numbers():
+    calc = tile_calculator()
+    assert shown(calc, "course-hbm-intensity") == "64.0"
+    assert shown(calc, "course-stage-flop") == "1,048,576"
+    assert shown(calc, "course-stage-bytes") == "16,384"
+    assert shown(calc, "course-staging") == "32.0 KiB"
+    assert shown(calc, "course-accumulator") == "64.0 KiB"
+    assert shown(calc, "course-acc-regs") == "64"
+    assert shown(calc, "course-fits") == "fits"
+
+
+def test_calculator_follows_its_controls():
+    calc = tile_calculator()
+    calc.block_m.value, calc.block_n.value = 64, 64
+    calc.threads.value = 64
+    e = tiling.tile_estimate(64, 64, 32, 2, "bf16", 64, 64, H200)
+    assert shown(calc, "course-hbm-intensity") == f"{e.hbm_intensity:,.1f}"
+    assert shown(calc, "course-blocks") == str(e.residency.resident_blocks)
+    calc.registers.value = 200
+    assert shown(calc, "course-registers") == "200"
+
+
+def test_calculator_says_clearly_when_a_tile_does_not_fit():
+    calc = tile_calculator()
+    calc.block_k.value, calc.stages.value = 256, 4      # 4 x 128 KiB of staging
+    assert shown(calc, "course-fits") == "does not fit"
+    assert "course-calc-error" in calc.answer.value and "shared memory per block" in calc.answer.value
+
+
+def test_calculator_bad_input_is_a_message_not_a_traceback():
+    calc = tile_calculator()
+    calc.threads.value = 100
+    assert "course-calc-error" in calc.answer.value and "owner" in calc.answer.value
+    calc.threads.value = 0
+    assert "course-calc-error" in calc.answer.value
+
+
+# --------------------------------------------------------------------------- exercises
+
+def test_tile_index_check():
+    assert check_tile_index(reg2d_owner).correct
+    assert not check_tile_index(lambda br, bc, t, i, j: (br * 128 + (t % 16) * 8 + i, bc * 128 + (t // 16) * 8 + j)).correct
+    assert not check_tile_index(lambda *a: 1 / 0).correct
+    assert not check_tile_index(None).correct
+
+
+def test_reg2d_owner_matches_the_kernel_source():
+    src = cuda.kernel_source("gemm_fp32", "sgemm_reg2d")
+    assert "trow = tid / (BN / TN), tcol = tid % (BN / TN)" in src
+    assert "int r = bm + trow * TM + i, c = bn + tcol * TN + j;" in src
+
+
+def test_tile_choice_check():
+    good = dict(block_m=128, block_n=128, block_k=32, stages=3, threads=256, outputs_per_thread=64)
+    assert check_tile_choice(good).correct
+    assert not check_tile_choice(dict(good, block_k=64)).correct          # one block per SM
+    assert not check_tile_choice(dict(good, stages=2)).correct
+    assert not check_tile_choice(dict(good, block_m=64, block_n=64, threads=64)).correct
+    assert not check_tile_choice(dict(good, threads=100)).correct         # invalid: a message, no raise
+    assert not check_tile_choice({k: None for k in good}).correct
+
+
+# --------------------------------------------------------------------------- kernels, compile side
+
+def test_launch_geometry_follows_the_macro_defaults():
+    d = lab_gemm.macro_defaults("gemm_fp32")
+    grid, block = lab_gemm.fp32_geometry("sgemm_warptile_db_16x8", 1000, 333)
+    assert block == ((d["WB_BM"] // d["WB_WM"]) * (d["WB_BN"] // d["WB_WN"]) * 32,)
+    assert grid == (-(-333 // d["WB_BN"]), -(-1000 // d["WB_BM"]))
+    grid, block, smem = lab_gemm.bf16_geometry(4096, 4096)
+    t = lab_gemm.macro_defaults("gemm_bf16")
+    assert smem == t["TC_STAGES"] * (t["TC_BM"] * t["TC_BK"] + t["TC_BK"] * t["TC_BN"]) * 2
+    assert grid == ((4096 // t["TC_BM"]) * (4096 // t["TC_BN"]),)
+
+
+def test_every_ladder_step_is_a_kernel_with_a_launch_contract():
+    names = cuda.kernel_names("gemm_fp32")
+    assert [s.kernel for s in lab_gemm.LADDER] == names[:len(lab_gemm.LADDER)] == lab_gemm.LADDER_KERNELS
+    for name in names:
+        assert "Launch:" in cuda.kernel_source("gemm_fp32", name)
+        lab_gemm.fp32_geometry(name, 7, 9)   # every kernel has a geometry
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_ladder_kernels_do_not_spill(arch):
+    for r in cuda.compile_family("gemm_fp32", arch).resources.values():
+        assert not r.spills, r
+
+
+def test_bf16_kernel_uses_the_tensor_core_ptx_and_is_guarded():
+    src = cuda.source("gemm_bf16")
+    for ptx in ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                "cp.async.cg.shared.global", "__CUDA_ARCH__ >= 800", "__trap()"):
+        assert ptx in src
+    assert "#include" not in src
+    stub = cuda.compile_family("gemm_bf16", "sm_75").resources["bf16_gemm_mma"]
+    real = cuda.compile_family("gemm_bf16", "sm_90").resources["bf16_gemm_mma"]
+    assert stub.registers < 16 < 128 < real.registers and not real.spills
+
+
+def test_bf16_refuses_old_gpus_in_words():
+    with pytest.raises(RuntimeError, match=r"needs compute capability 8\.0\+"):
+        lab_gemm.require_bf16_mma("7.5")
+    lab_gemm.require_bf16_mma("9.0")
+
+
+def test_model_rows_cover_every_rung():
+    rows = lab_gemm.step_model_rows()
+    assert len(rows) == len(lab_gemm.LADDER) + 1
+    assert rows[-1]["HBM stage intensity"] == 64 and rows[4]["register-tile intensity"] == 2.0
+
+
+# --------------------------------------------------------------------------- the H200 records
+
+def test_recorded_ladder_reaches_the_fp32_target():
+    from course_lib import experiments
+
+    r = experiments.replay("gemm.fp32_ladder", experiments.resolve_params("gemm.fp32_ladder"))
+    lib = lab_gemm._cublas(r, 4096)
+    best = max(c.flop_per_s for c in r.cases if c.params["sizes"] == 4096 and c.params.get("kernels"))
+    assert best >= 0.8 * lib.flop_per_s
+    assert all(c.check["passed"] for c in r.cases)
+    rows = lab_gemm.ladder_rows(r)
+    assert len(rows) == len(lab_gemm.LADDER) + 1
+
+
+def test_recorded_bf16_and_edges_are_complete():
+    from course_lib import experiments
+
+    bf16 = experiments.replay("gemm.bf16_mma", experiments.resolve_params("gemm.bf16_mma"))
+    assert {c.params["sizes"] for c in bf16.cases} >= {4096, 8192}
+    assert len(lab_gemm.bf16_rows(bf16)) == len({c.params["sizes"] for c in bf16.cases})
+    edges = experiments.replay("gemm.edges", experiments.resolve_params("gemm.edges"))
+    covered = {(c.params["kernel"], tuple(c.params["shapes"])) for c in edges.cases}
+    for kernel in [*lab_gemm.LADDER_KERNELS, "bf16_gemm_mma"]:
+        for shape in lab_gemm.EDGE_SHAPES:
+            assert (kernel, tuple(shape)) in covered
