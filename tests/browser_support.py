@@ -37,6 +37,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1400, "height": 1000}
+MAX_SCREENSHOT_HEIGHT = 4000     # a calculator's screenshot grows the viewport up to this
 
 SERVER_START_TIMEOUT_S = 90
 PAGE_LOAD_TIMEOUT_S = 90
@@ -261,21 +262,62 @@ class LabServer:
 # --------------------------------------------------------------------------- one notebook in the browser
 
 @dataclass(frozen=True)
+class Move:
+    """One thing a learner does to one control of a calculator.
+
+    kind: "slider" (press the key ``value`` on the slider's handle, e.g. "ArrowRight"),
+    "text" (type ``value`` into the box and press Enter), "select" (choose the option whose
+    label is ``value`` in a dropdown), "toggle" (click the toggle button labelled ``value``).
+    label: the control's description.
+    """
+
+    kind: str
+    label: str
+    value: object = "ArrowRight"
+
+    def __str__(self) -> str:
+        return {"slider": f"pressing {self.value} on the {self.label!r} slider",
+                "text": f"typing {self.value} into the {self.label!r} box + Enter",
+                "select": f"choosing {self.value!r} in the {self.label!r} dropdown",
+                "toggle": f"clicking {self.value!r} of the {self.label!r} toggle buttons"}[self.kind]
+
+
+def slider(label: str, key: str = "ArrowRight") -> Move:
+    return Move("slider", label, key)
+
+
+def typed(label: str, value) -> Move:
+    return Move("text", label, value)
+
+
+def choose(label: str, option: str) -> Move:
+    return Move("select", label, option)
+
+
+def toggle(label: str, button: str) -> Move:
+    return Move("toggle", label, button)
+
+
+@dataclass(frozen=True)
 class CalculatorCase:
     """One calculator to drive: where it is, how to find it, what a learner does with it.
 
     anchor: the description (label) of a control that only this calculator has; it picks
     the output area holding the calculator, whatever its answer shows (even an error).
-    slider: the description of a slider the generic check moves one step with the keyboard.
+    move: the Move the generic check makes; the rendered answer must change after it.
+    model: optional check that the rendered answer is the course_lib model's, called with
+    (LabNotebook, calculator locator, what just happened) after Run All Cells and after the
+    move; see LabNotebook.expect_model.
     scenario: optional learner steps with model checks, called with (LabNotebook, calculator locator).
     """
 
     id: str
     notebook: str
     anchor: str
-    slider: str
+    move: Move
     screenshot: str
     answer: str = ".course-calc-answer"
+    model: Callable | None = None
     scenario: Callable | None = None
 
 
@@ -374,16 +416,32 @@ class LabNotebook:
         calc.scroll_into_view_if_needed()
         return calc
 
+    CONTROL_INNER = {"widget-text": "input", "widget-dropdown": "select", "widget-hslider": ".noUi-handle",
+                     "widget-toggle-buttons": "button"}
+
     def control(self, calc, kind: str, description: str):
         """A control of the calculator by its ipywidgets kind class and description label.
 
-        kind: 'widget-text' (IntText/FloatText -> <input>), 'widget-dropdown' (-> <select>),
-        'widget-hslider' (-> the slider handle).
+        kind: 'widget-text' (IntText/BoundedIntText/FloatText -> <input>), 'widget-dropdown'
+        (-> <select>), 'widget-hslider' (-> the slider handle), 'widget-toggle-buttons' (-> its buttons).
         """
         box = calc.locator(f".{kind}").filter(
             has=self.page.locator(".widget-label").get_by_text(description, exact=True))
-        inner = {"widget-text": "input", "widget-dropdown": "select", "widget-hslider": ".noUi-handle"}[kind]
-        return box.locator(inner).first
+        inner = box.locator(self.CONTROL_INNER[kind])
+        return inner if kind == "widget-toggle-buttons" else inner.first
+
+    def read(self, calc, kind: str, description: str) -> str:
+        """What a control shows now: a box's text, a dropdown's selected label, a slider's
+        value, the active toggle button's text."""
+        el = self.control(calc, kind, description)
+        if kind == "widget-hslider":
+            return el.get_attribute("aria-valuenow") or ""
+        if kind == "widget-toggle-buttons":
+            return el.and_(self.page.locator(".mod-active")).inner_text().strip()
+        return el.input_value()  # a dropdown's <option> value is its label (its text has &nbsp; for spaces)
+
+    def read_int(self, calc, description: str, kind: str = "widget-text") -> int:
+        return int(float(self.read(calc, kind, description)))
 
     def type_into(self, calc, description: str, value) -> None:
         box = self.control(calc, "widget-text", description)
@@ -395,6 +453,72 @@ class LabNotebook:
         handle.focus()
         for _ in range(times):
             handle.press(key)
+
+    def make(self, calc, move: Move) -> None:
+        """Make a learner's move and wait until the control itself shows it."""
+        from playwright.sync_api import expect
+
+        timeout = WIDGET_UPDATE_TIMEOUT_S * 1000
+        if move.kind == "slider":
+            before = self.read(calc, "widget-hslider", move.label)
+            self.nudge_slider(calc, move.label, str(move.value))
+            expect(self.control(calc, "widget-hslider", move.label),
+                   f"{move} should move the slider off {before}").not_to_have_attribute(
+                "aria-valuenow", before, timeout=timeout)
+        elif move.kind == "text":
+            self.type_into(calc, move.label, move.value)
+            expect(self.control(calc, "widget-text", move.label),
+                   f"after {move} the box should read {move.value}").to_have_value(
+                re.compile(rf"^{re.escape(str(move.value))}(\.0*)?$"), timeout=timeout)
+        elif move.kind == "select":
+            select = self.control(calc, "widget-dropdown", move.label)
+            select.select_option(value=str(move.value))  # the label, with plain spaces
+            deadline = time.monotonic() + WIDGET_UPDATE_TIMEOUT_S
+            while self.read(calc, "widget-dropdown", move.label) != move.value:
+                assert time.monotonic() < deadline, f"after {move} the dropdown does not show it"
+                time.sleep(0.2)
+        elif move.kind == "toggle":
+            button = self.control(calc, "widget-toggle-buttons", move.label).get_by_text(str(move.value), exact=True)
+            button.click()
+            expect(button, f"after {move} that button should be active").to_have_class(
+                re.compile(r"\bmod-active\b"), timeout=timeout)
+        else:
+            raise ValueError(f"unknown kind of move {move.kind!r}")
+
+    def rendered(self, calc, selectors) -> dict[str, str | None]:
+        """The text of each selector in the calculator's answer (None where it is absent)."""
+        out = {}
+        for sel in selectors:
+            loc = calc.locator(sel)
+            out[sel] = loc.first.inner_text().strip() if loc.count() else None
+        return out
+
+    def expect_model(self, calc, expected: Callable[[], dict[str, str]], after: str,
+                     timeout_s: float = WIDGET_UPDATE_TIMEOUT_S) -> dict[str, str]:
+        """Until the answer shows the model's value for the inputs the controls show now.
+
+        expected() reads the controls from the page and returns {CSS selector: text} from the
+        course_lib model; both sides are read again on every try, so a change still on its
+        way through the kernel (an answer re-rendered before a box caught up) cannot fail it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:  # a box caught mid-update (empty, say) reads as garbage for a moment
+                want = expected()
+                shown = self.rendered(calc, want)
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+                continue
+            if shown == want:
+                return want
+            if time.monotonic() > deadline:
+                wrong = {k: {"model": v, "shown": shown[k]} for k, v in want.items() if shown[k] != v}
+                answer = calc.locator(".course-calc-answer").inner_text()
+                raise AssertionError(f"after {after}: the answer does not show the model's values within "
+                                     f"{timeout_s:.0f} s: {wrong}\nanswer text:\n{answer[:1500]}")
+            time.sleep(0.2)
 
     def answer_text(self, calc, case: CalculatorCase) -> str:
         return calc.locator(case.answer).inner_text()
@@ -449,9 +573,21 @@ class LabNotebook:
         assert not problems, f"widget errors in {self.notebook.name}:\n" + "\n".join(problems)
 
     def screenshot(self, locator, name: str) -> Path:
+        """The whole of a calculator, however tall: the notebook scrolls inside its panel, so a
+        calculator taller than the panel would come out cut off (with the toolbar over its top)."""
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / name
-        locator.screenshot(path=str(path))
+        box = locator.bounding_box()
+        chrome = 300  # menu bar, tabs, notebook toolbar, status bar, margin
+        if box and box["height"] + chrome > VIEWPORT["height"]:
+            self.page.set_viewport_size({"width": VIEWPORT["width"],
+                                         "height": min(int(box["height"]) + chrome, MAX_SCREENSHOT_HEIGHT)})
+            locator.evaluate("e => e.scrollIntoView({block: 'center'})")
+            self.page.wait_for_timeout(300)  # let JupyterLab lay the resized panel out
+        try:
+            locator.screenshot(path=str(path))
+        finally:
+            self.page.set_viewport_size(VIEWPORT)
         return path
 
     def failure_screenshot(self, name: str) -> Path | None:

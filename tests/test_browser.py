@@ -11,8 +11,17 @@ it the tests skip, except under CI=true, where they fail.
     .venv/bin/python -m pytest tests/test_browser.py -v -s
     .venv/bin/python -m pytest tests/test_browser.py -k minimal     # the fast smoke test only
 
+Every notebook's calculator has a row in CALCULATORS. For each, the harness: runs all cells,
+finds the calculator by a control label only it has, checks the answer against the course_lib
+model (where the row has one), makes one learner move (a slider key, typing into a box + Enter,
+a dropdown option or a toggle button) and checks that the answer changed and again equals the
+model for the new input, screenshots the calculator, and fails on "Error displaying widget",
+a "Loading widget..." left behind, or widget-model errors in the console or server log.
+
 To add another notebook's calculator, append a CalculatorCase to CALCULATORS: the notebook,
-a control label only that calculator has, a slider to nudge, and optionally a scenario.
+a control label only that calculator has, the Move to make (slider/typed/choose/toggle), and
+optionally a model check (a function that reads the controls off the page and returns
+{CSS selector: text} from course_lib, passed to LabNotebook.expect_model) and a scenario.
 """
 from __future__ import annotations
 
@@ -21,7 +30,8 @@ import re
 import pytest
 
 from browser_support import (ARTIFACTS, NOTEBOOKS, WIDGET_UPDATE_TIMEOUT_S, CalculatorCase, LabNotebook,
-                             LabServer, copy_notebook, require_chromium, write_notebook)
+                             LabServer, choose, copy_notebook, require_chromium, slider, toggle, typed,
+                             write_notebook)
 
 pytestmark = pytest.mark.browser
 
@@ -98,16 +108,256 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
     expect(calc.locator(".course-intensity"), "no intensity should be shown for N = 0").to_have_count(0)
 
 
-# Each row: a notebook's calculator. The generic part (run all, find, nudge the slider, look
-# for widget errors, screenshot) runs for every row; scenario adds learner steps with model checks.
+def roofline_model(nb: LabNotebook, calc, after: str) -> None:
+    from course_lib.widgets import CALC_DTYPES, LESSON_B200
+
+    def expected():
+        gpu = nb.read(calc, "widget-dropdown", "GPU")
+        assert gpu == LESSON_B200.name, f"the roofline model check covers the lesson's B200 only, not {gpu!r}"
+        dtype = dict(CALC_DTYPES)[nb.read(calc, "widget-dropdown", "dtype")]
+        return roofline_expected(nb.read_int(calc, "N ="), dtype)
+
+    nb.expect_model(calc, expected, after)
+
+
+def error_expected(exc: Exception) -> dict[str, str]:
+    """What error_html (course_lib/widgets.py) shows for a model's ValueError."""
+    return {".course-calc-error": f"⚠ {exc}"}
+
+
+# --------------------------------------------------------------------------- 02: launch geometry
+
+GEOMETRY_BOXES = {"m": "M", "n": "N", "k": "K", "bm": "BM", "bn": "BN", "bk": "BK", "stride_row": "row stride",
+                  "stride_col": "column stride", "pid": "program id", "stage": "stage (k0 = stage·BK)",
+                  "threads": "threads/block", "warp": "warp"}
+
+
+def geometry_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_geometry's spans (course_lib/widgets_occupancy.py) from course_lib.launch_geometry."""
+    from course_lib import launch_geometry as lg
+
+    def expected():
+        v = {key: nb.read_int(calc, label) for key, label in GEOMETRY_BOXES.items()}
+        operand = nb.read(calc, "widget-toggle-buttons", "operand")
+        try:
+            grid = lg.tile_grid(v["m"], v["n"], v["bm"], v["bn"])
+            tile, trace = lg.operand_trace(operand, v["m"], v["n"], v["k"], v["bm"], v["bn"], v["bk"],
+                                           v["stride_row"], v["stride_col"], v["pid"], v["stage"], v["warp"],
+                                           v["threads"])
+        except ValueError as exc:
+            return error_expected(exc)
+        w = lg.summarize(trace)
+        return {".course-grid-m": str(grid.grid_m), ".course-grid-n": str(grid.grid_n),
+                ".course-blocks": f"{grid.blocks:,}", ".course-pid-m": str(tile.pid_m),
+                ".course-pid-n": str(tile.pid_n), ".course-m0": str(tile.m0), ".course-n0": str(tile.n0),
+                ".course-loading": str(w.loading), ".course-masked": str(w.masked), ".course-idle": str(w.idle),
+                ".course-sectors": str(w.sectors)}
+
+    nb.expect_model(calc, expected, after)
+
+
+def geometry_scenario(nb: LabNotebook, calc) -> None:
+    """Switch to operand B (its row stride becomes N), then type a program id past the grid."""
+    from playwright.sync_api import expect
+
+    from course_lib import launch_geometry as lg
+
+    n = nb.read_int(calc, "N")
+    nb.make(calc, toggle("operand", "B"))
+    expect(nb.control(calc, "widget-text", "row stride"),
+           "choosing operand B should set the row stride to N (row-major B is K × N)").to_have_value(
+        str(n), timeout=UPDATE_MS)
+    geometry_model(nb, calc, "choosing operand B")
+    blocks = lg.tile_grid(nb.read_int(calc, "M"), n, nb.read_int(calc, "BM"), nb.read_int(calc, "BN")).blocks
+    nb.make(calc, typed("program id", blocks))      # one past the last block: a message, not a traceback
+    expect(calc.locator(".course-calc-error"), f"program id {blocks} should show .course-calc-error").to_contain_text(
+        f"program id must be between 0 and {blocks - 1}", timeout=UPDATE_MS)
+    geometry_model(nb, calc, f"typing program id {blocks}")
+
+
+# --------------------------------------------------------------------------- 03: residency / occupancy
+
+def residency_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_residency's spans (course_lib/widgets_occupancy.py) from course_lib.occupancy, for the
+    SMs the calculator offers in replay mode (the lesson's SM and the spec table; not "custom")."""
+    from course_lib import occupancy as occ
+    from course_lib.hardware import KIB
+
+    budgets = {b.name: b for b in (occ.LESSON_SM, *occ.spec_budgets())}
+
+    def expected():
+        budget = budgets[nb.read(calc, "widget-dropdown", "SM")]
+        smem_kib = float(nb.read(calc, "widget-text", "shared memory/block (KiB)"))
+        try:
+            if smem_kib < 0:
+                raise ValueError(f"shared memory per block cannot be negative (got {smem_kib} KiB)")
+            r = occ.residency(budget, nb.read_int(calc, "threads/block"), nb.read_int(calc, "registers/thread"),
+                              int(round(smem_kib * KIB)))
+        except ValueError as exc:
+            return error_expected(exc)
+        out = {".course-resident-blocks": str(r.resident_blocks), ".course-binding": r.limiter,
+               ".course-active-warps": str(r.active_warps), ".course-occupancy": f"{100 * r.occupancy:.1f}%"}
+        for limit, value in r.limits.items():
+            out[f'.course-limit[data-limit="{limit}"]'] = "no limit" if value is None else str(value)
+        return out
+
+    nb.expect_model(calc, expected, after)
+
+
+def residency_scenario(nb: LabNotebook, calc) -> None:
+    """Pick a real SM (allocation granularity applies), then a course kernel (NVRTC fills its resources)."""
+    from playwright.sync_api import expect
+
+    nb.make(calc, choose("SM", "NVIDIA H200"))
+    residency_model(nb, calc, "choosing SM NVIDIA H200")
+    before = nb.read(calc, "widget-text", "registers/thread")
+    nb.make(calc, choose("kernel", "transpose.transpose_tiled"))
+    expect(calc.locator(".widget-html").filter(has_text="NVRTC for"),
+           "choosing a kernel should show what NVRTC reports for it").to_be_visible(timeout=UPDATE_MS)
+    expect(nb.control(calc, "widget-text", "registers/thread"),
+           "choosing a kernel should fill registers/thread from NVRTC").not_to_have_value(before, timeout=UPDATE_MS)
+    residency_model(nb, calc, "choosing kernel transpose.transpose_tiled")
+
+
+# --------------------------------------------------------------------------- 04: sectors
+
+def sector_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_sectors' spans (course_lib/widgets_memory.py) from course_lib.memory."""
+    from course_lib import memory
+    from course_lib.widgets_memory import SectorCalculator
+
+    pattern_of, size_of = dict(SectorCalculator.PATTERNS), dict(SectorCalculator.SIZES)
+
+    def expected():
+        b = size_of[nb.read(calc, "widget-dropdown", "element")]
+        try:
+            c = memory.sector_count(memory.warp_addresses(
+                pattern_of[nb.read(calc, "widget-dropdown", "pattern")], b, stride=nb.read_int(calc, "stride"),
+                offset_bytes=nb.read_int(calc, "offset (B)"), shift=nb.read_int(calc, "shift"),
+                active_lanes=nb.read_int(calc, "active lanes", "widget-hslider"), seed=nb.read_int(calc, "seed")), b)
+        except ValueError as exc:
+            return error_expected(exc)
+        return {".course-sectors": str(c.n_sectors), ".course-fetched": f"{c.fetched_bytes:,}",
+                ".course-lines": str(c.n_lines), ".course-requested": f"{c.requested_bytes:,}",
+                ".course-active": str(c.active_lanes), ".course-efficiency": f"{100 * c.efficiency:.1f}"}
+
+    nb.expect_model(calc, expected, after)
+
+
+def sector_scenario(nb: LabNotebook, calc) -> None:
+    """Unit stride, then shift the whole warp by 4 bytes: one more sector."""
+    nb.make(calc, choose("pattern", "unit stride"))
+    sector_model(nb, calc, "choosing pattern 'unit stride'")
+    nb.make(calc, typed("offset (B)", 4))
+    sector_model(nb, calc, "typing offset 4 B")
+
+
+# --------------------------------------------------------------------------- 05: banks
+
+def bank_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_banks' spans (course_lib/widgets_memory.py) from course_lib.memory."""
+    from course_lib import memory
+    from course_lib.widgets_memory import BankCalculator
+
+    pattern_of, size_of = dict(BankCalculator.PATTERNS), dict(BankCalculator.SIZES)
+
+    def expected():
+        b = size_of[nb.read(calc, "widget-dropdown", "word")]
+        try:
+            r = memory.bank_conflicts(memory.shared_addresses(
+                pattern_of[nb.read(calc, "widget-dropdown", "pattern")], b, stride=nb.read_int(calc, "stride"),
+                pitch=nb.read_int(calc, "row pitch"), index=nb.read_int(calc, "row / col"),
+                active_lanes=nb.read_int(calc, "active lanes", "widget-hslider"), seed=nb.read_int(calc, "seed")), b)
+        except ValueError as exc:
+            return error_expected(exc)
+        return {".course-wavefronts": str(r.wavefronts), ".course-ideal": str(r.ideal_wavefronts),
+                ".course-ways": str(r.ways), ".course-degree": f"{r.conflict_degree:.2f}"}
+
+    nb.expect_model(calc, expected, after)
+
+
+def bank_scenario(nb: LabNotebook, calc) -> None:
+    """The lesson's fix: pad the row pitch to 33 and the column read is conflict-free; then 8-byte words."""
+    from playwright.sync_api import expect
+
+    nb.make(calc, typed("row pitch", 33))
+    bank_model(nb, calc, "typing row pitch 33")
+    if nb.read(calc, "widget-dropdown", "pattern") == "column of the tile" and \
+            nb.read(calc, "widget-dropdown", "word") == "4 B (float)":
+        expect(calc.locator(".course-wavefronts"), "a padded column of 4-byte words is one wavefront").to_have_text("1")
+    nb.make(calc, choose("word", "8 B (double, float2)"))
+    bank_model(nb, calc, "choosing 8-byte words")
+
+
+# --------------------------------------------------------------------------- 06: GEMM tiles
+
+TILE_BOXES = {"bm": "B_M", "bn": "B_N", "bk": "B_K", "stages": "stages", "threads": "threads",
+              "outputs": "outputs/thread", "registers": "registers"}
+
+
+def tile_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_tile's spans (course_lib/widgets_tiling.py) from course_lib.tiling, for the spec-table GPUs."""
+    from course_lib import tiling
+    from course_lib.hardware import KIB, SPECS
+
+    gpus = {g.name: g for g in SPECS.values()}
+
+    def expected():
+        v = {key: nb.read_int(calc, label) for key, label in TILE_BOXES.items()}
+        try:
+            e = tiling.tile_estimate(v["bm"], v["bn"], v["bk"], v["stages"], nb.read(calc, "widget-dropdown", "dtype"),
+                                     v["threads"], v["outputs"], gpus[nb.read(calc, "widget-dropdown", "GPU")],
+                                     registers_per_thread=v["registers"] or None)
+        except ValueError as exc:
+            return error_expected(exc)
+        out = {".course-stage-flop": f"{e.stage_flop:,}", ".course-stage-bytes": f"{e.stage_bytes:,.0f}",
+               ".course-hbm-intensity": f"{e.hbm_intensity:,.1f}", ".course-smem-intensity": f"{e.smem_intensity:,.2f}",
+               ".course-staging": f"{e.staging_bytes / KIB:,.1f} KiB",
+               ".course-accumulator": f"{e.accumulator_bytes / KIB:,.1f} KiB",
+               ".course-acc-regs": str(e.accumulator_registers_per_thread),
+               ".course-registers": str(e.registers_per_thread),
+               ".course-blocks": "—" if e.residency is None else str(e.residency.resident_blocks),
+               ".course-fits": "fits" if e.fits else "does not fit"}
+        if e.residency is not None:
+            out[".course-occupancy"] = f"{100 * e.residency.occupancy:.1f}%"
+        return out
+
+    nb.expect_model(calc, expected, after)
+
+
+def tile_scenario(nb: LabNotebook, calc) -> None:
+    """The same tile on a T4 (64 KiB of shared memory per block): it still fits at 2 stages."""
+    nb.make(calc, choose("GPU", "NVIDIA T4"))
+    tile_model(nb, calc, "choosing GPU NVIDIA T4")
+
+
+# Each row: a notebook's calculator. The generic part (run all, find, check the model, make the
+# move, check the answer changed and follows the model, look for widget errors, screenshot) runs
+# for every row; scenario adds learner steps (before the move) with model checks.
 CALCULATORS = [
-    CalculatorCase(id="01_roofline", notebook="01_roofline.ipynb", anchor="N =", slider="N",
-                   screenshot="roofline_calculator.png", scenario=roofline_scenario),
+    CalculatorCase(id="01_roofline", notebook="01_roofline.ipynb", anchor="N =", move=slider("N"),
+                   screenshot="roofline_calculator.png", model=roofline_model, scenario=roofline_scenario),
+    CalculatorCase(id="02_launch_geometry", notebook="02_threads_warps.ipynb", anchor="program id",
+                   move=typed("program id", 175), screenshot="launch_geometry_calculator.png",
+                   model=geometry_model, scenario=geometry_scenario),
+    CalculatorCase(id="03_residency", notebook="03_occupancy.ipynb", anchor="registers/thread",
+                   move=typed("registers/thread", 128), screenshot="residency_calculator.png",
+                   model=residency_model, scenario=residency_scenario),
+    CalculatorCase(id="04_sectors", notebook="04_coalescing.ipynb", anchor="offset (B)",
+                   move=slider("active lanes", "ArrowLeft"), screenshot="sector_calculator.png",
+                   model=sector_model, scenario=sector_scenario),
+    CalculatorCase(id="05_banks", notebook="05_shared_memory.ipynb", anchor="row pitch",
+                   move=slider("active lanes", "ArrowLeft"), screenshot="bank_calculator.png",
+                   model=bank_model, scenario=bank_scenario),
+    # 5 stages on the T4 of the scenario: 80 KiB of staging, over its 64 KiB: "does not fit".
+    CalculatorCase(id="06_tiles", notebook="06_gemm_ladder.ipynb", anchor="outputs/thread",
+                   move=typed("stages", 5), screenshot="tile_calculator.png",
+                   model=tile_model, scenario=tile_scenario),
 ]
 
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.
-MINIMAL = CalculatorCase(id="minimal", notebook="minimal_calculator.ipynb", anchor="N =", slider="N",
-                         screenshot="minimal_calculator.png", scenario=roofline_scenario)
+MINIMAL = CalculatorCase(id="minimal", notebook="minimal_calculator.ipynb", anchor="N =", move=slider("N"),
+                         screenshot="minimal_calculator.png", model=roofline_model, scenario=roofline_scenario)
 MINIMAL_SOURCES = ["from course_lib.widgets import roofline_calculator",
                    "calc = roofline_calculator(); calc"]
 
@@ -148,17 +398,23 @@ def browser(chromium):
 # --------------------------------------------------------------------------- the harness
 
 def drive_calculator(browser, server: LabServer, notebook_path, case: CalculatorCase) -> None:
+    (ARTIFACTS / f"{case.id}-failure.png").unlink(missing_ok=True)  # from an earlier failed run
     nb = LabNotebook(browser, server, notebook_path)
     try:
         nb.open()
         nb.run_all_cells()
         calc = nb.calculator(case)          # waits for the answer to render
         nb.wait_all_cells_ran()             # every cell ran, none raised
+        nb.wait_widgets_settled()
+        if case.model is not None:
+            case.model(nb, calc, "Run All Cells")
         if case.scenario is not None:
             case.scenario(nb, calc)
         before = nb.answer_text(calc, case)
-        nb.nudge_slider(calc, case.slider, "ArrowRight")
-        nb.wait_answer_changes(calc, case, before, f"moving the {case.slider!r} slider one step")
+        nb.make(calc, case.move)
+        nb.wait_answer_changes(calc, case, before, str(case.move))
+        if case.model is not None:
+            case.model(nb, calc, str(case.move))
         shot = nb.screenshot(calc, case.screenshot)
         print(f"\n{case.id}: screenshot {shot}")
         nb.assert_no_widget_errors()
