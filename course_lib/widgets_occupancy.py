@@ -45,6 +45,8 @@ class LaunchGeometryCalculator:
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.operand.observe(self._operand_changed, "value")
+        self.k.observe(self._size_changed, "value")
+        self.n.observe(self._size_changed, "value")
         for w in (self.m, self.n, self.k, self.bm, self.bn, self.bk, self.stride_row, self.stride_col, self.pid,
                   self.stage, self.threads, self.warp):
             w.observe(self._refresh, "value")
@@ -58,6 +60,12 @@ class LaunchGeometryCalculator:
         self.stride_row.value = self.k.value if change["new"] == "A" else self.n.value
         self.stride_col.value = 1
         self._refresh()
+
+    def _size_changed(self, change):
+        # A row-major row stride follows its size (K for A, N for B) unless the learner typed another.
+        follows = self.k if self.operand.value == "A" else self.n
+        if change["owner"] is follows and self.stride_row.value == change["old"]:
+            self.stride_row.value = change["new"]
 
     def compute(self):
         grid = lg.tile_grid(self.m.value, self.n.value, self.bm.value, self.bn.value)
@@ -140,6 +148,7 @@ class ResidencyCalculator:
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.kernel.observe(self._kernel_chosen, "value")
+        self.gpu.observe(self._kernel_chosen, "value")  # another SM is another arch: ask NVRTC again
         for w in (self.gpu, self.threads, self.registers, self.smem_kib, self.c_threads, self.c_warps,
                   self.c_blocks, self.c_regs, self.c_smem):
             w.observe(self._refresh, "value")
