@@ -144,12 +144,13 @@ The last rung's inner loop is, per k, 6 float4 shared-memory loads feeding 128 F
 
 fp32 FFMAs top out at the datasheet's fp32 peak. The tensor cores do a small matrix product per instruction: `mma.sync.aligned.m16n8k16` has one warp multiply a 16×16 bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 accumulator, 4,096 FLOPs in one instruction. The kernel keeps the structure of the fp32 ladder's last rungs, with tensor-core parts:
 
-* **`cp.async`** copies 16-byte chunks from global to shared memory without passing through registers, three stages deep, so the loads of stage t+2 are in flight while stage t is multiplied;
+* **`cp.async`** copies 16-byte chunks from global to shared memory without passing through registers, into three stages: while tile t is multiplied, tiles t+1 and t+2 are on their way, and tile t's stage is refilled with tile t+3 as soon as every warp has read it. Each thread's chunks sit at fixed strides in both memories, so their addresses are worked out once, before the loop (an earlier version that recomputed them for every chunk and tile spent more instructions on addresses than on MMAs);
 * **`ldmatrix`** has a warp load four 8×8 bf16 matrices from shared memory straight into the fragment layout `mma.sync` wants (`.trans` for B, which is row-major [k][n] but must arrive as the MMA's column operand);
 * **swizzled shared memory**: each 16-byte chunk is stored at its column XOR a few bits of its row, so the eight rows one `ldmatrix` phase reads land in eight different bank groups, with no padding bytes;
+* **one barrier per tile, one k16 step early**: the block synchronises before a tile's last 16-deep step, when every warp already holds that step's fragments; right after it, the next tile's first fragments are read into a second set of registers while the last MMAs of this tile run, so a warp does not begin a tile by waiting for `ldmatrix`;
 * a **64×64 warp tile** (128 fp32 accumulators per thread) and a 128×128×64 block tile: 32 FLOP per byte read from shared memory per warp, 64 per byte from HBM.
 
-NVRTC has no `cuda_bf16.h` here, so the kernel handles bf16 as raw 16-bit patterns and says everything in inline PTX. It is compiled for every architecture the course supports; below compute capability 8.0 (no bf16 `mma.sync`) its body is compiled out and traps, and the Python side refuses to launch it with a message.
+NVRTC has no `cuda_bf16.h` here, so the kernel handles bf16 as raw 16-bit patterns and says everything in inline PTX. Its body is a template compiled twice: when K and N are multiples of 8 (rows 16-byte aligned) tiles are copied with `cp.async` alone and the pipelined loop runs; otherwise chunks may be copied element by element and a plain loop (barrier at the top of each tile, one fragment set) keeps the registers within 255. It is compiled for every architecture the course supports; below compute capability 8.0 (no bf16 `mma.sync`) its body is compiled out and traps, and the Python side refuses to launch it with a message.
 """),
     code("""
 print(lab_gemm.step_source("bf16_gemm_mma"))
@@ -179,7 +180,7 @@ On an H100 or H200 the datasheet's dense bf16 peak belongs to **`wgmma`**, Hoppe
 * **Where the operands come from.** With `mma.sync` every operand passes through registers: every byte of A and B is read from shared memory by `ldmatrix` first, which costs issue slots and shared-memory bandwidth per MMA. `wgmma` reads A and B directly from shared memory through matrix descriptors: no `ldmatrix`, no fragment registers.
 * **How the data arrives.** The fastest Hopper GEMMs feed shared memory with the **TMA** (one thread launches a whole tile copy, address generation in hardware) and split the block into producer and consumer warps (warp specialisation), so loading, waiting and computing overlap without the per-stage barrier this kernel still pays.
 
-The per-thread accumulators also cap this kernel: 128 fp32 registers per thread for a 64×64 warp tile, about 250 registers in all, so only two blocks of 4 warps fit on an SM. A later notebook builds the TMA + `wgmma` + warp-specialised kernel.
+The per-thread accumulators also cap this kernel: 128 fp32 registers per thread for a 64×64 warp tile, over 250 registers in all, so only two blocks of 4 warps fit on an SM. A later notebook builds the TMA + `wgmma` + warp-specialised kernel.
 
 ## Exercises
 

@@ -27,7 +27,11 @@ def test_fp32_kernels_match_float64(kernel, shape):
     assert err <= lab_gemm.fp32_tolerance(k) * float(cupy.abs(ref).max()), err
 
 
-@pytest.mark.parametrize("shape", SHAPES + [(2048, 2048, 2048)], ids=lambda s: "x".join(map(str, s)))
+# Aligned shapes with edge blocks and a partial last K tile, and with many more K tiles than stages.
+BF16_SHAPES = SHAPES + [(264, 200, 136), (384, 256, 1000), (2048, 2048, 2048)]
+
+
+@pytest.mark.parametrize("shape", BF16_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_bf16_mma_matches_float64_and_cublas(shape):
     import cupy
     import torch

@@ -5,7 +5,7 @@
 // has no cuda_bf16.h here), products accumulated in fp32 registers, C rounded
 // to bf16 once at the end. The pieces, each one PTX instruction:
 //   cp.async.cg.shared.global   16-byte global -> shared copies that bypass the
-//                               registers, issued STAGES-1 tiles ahead;
+//                               registers, up to STAGES tiles ahead;
 //   ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16
 //                               a warp loads four 8x8 bf16 matrices from shared
 //                               memory straight into the mma fragment layout
@@ -18,10 +18,16 @@
 //
 // Tile parameters are macros (TC_BM, TC_BN, TC_BK, TC_WM, TC_WN, TC_STAGES,
 // TC_GROUP_M): pass -D options to try others. The defaults (128x128x64, 3
-// stages, 64x64 per warp) were the fastest of the tiles timed on an H200 while
-// writing the course: block tiles 128 or 256 wide, BK 32 or 64, 3 to 5 stages,
-// 64x32 to 64x64 warp tiles, and a software-pipelined main loop that spilled. Needs compute capability 8.0+ (bf16 mma); on older GPUs the
-// kernel body is compiled out and traps.
+// stages, 64x64 per warp, two blocks per SM) were the fastest of the tiles timed
+// on an H200 while writing the course: block tiles 128 or 256 wide (the 256-wide
+// ones leave room for one block per SM, and lost), BK 32 or 64, 3 to 6 stages,
+// 64x32 to 64x64 warp tiles. Two changes to the code paid: copy addresses worked
+// out once per thread (recomputed per chunk and tile they had cost more
+// instructions than the MMAs), and the pipelined main loop of gemm_body (one
+// barrier per tile, with the next tile's first fragments read across it).
+// Spreading a tile's copies between the MMAs of a step was slower.
+// Needs compute capability 8.0+ (bf16 mma); on older GPUs the kernel body is
+// compiled out and traps.
 
 #ifndef TC_BM
 #define TC_BM 128
@@ -64,6 +70,10 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes));
 }
+// The same copy when the whole chunk is known to be inside the matrix.
+__device__ __forceinline__ void cp_async16_full(u32 dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N));
@@ -93,9 +103,10 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
 }
 
 // One 16-byte chunk (8 bf16) of row `row`, columns col..col+7, of a rows x cols
-// row-major matrix into shared memory at dst. The fast path is one cp.async;
-// a chunk that straddles the right edge, or rows that are not 16-byte aligned
-// (cols % 8 != 0), are copied element by element with zeros beyond the edge.
+// row-major matrix into shared memory at dst, on the path for matrices whose rows
+// may not be 16-byte aligned. A chunk wholly inside an aligned matrix is one
+// cp.async; one that straddles the right edge, or a row that is not 16-byte
+// aligned (cols % 8 != 0), is copied element by element with zeros beyond the edge.
 __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __restrict__ src, int row, int col,
                                            int rows, int cols) {
     if (row < rows && col + 8 <= cols && (cols & 7) == 0) {
@@ -108,24 +119,26 @@ __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __rest
         cp_async16(smem_addr(dst), src, 0);   // all zeros; src is only a valid address
     }
 }
-#endif
 
-// Launch: block (TC_THREADS = 128), grid (ceil(M / TC_BM) * ceil(N / TC_BN)), dynamic shared
-// memory TC_SMEM_BYTES = 98304 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
-// 16-byte aligned. Compute capability 8.0+.
-extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
-        const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
-        int M, int N, int K) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The kernel body, compiled twice. ALIGNED (K and N multiples of 8, the usual case): every
+// 16-byte chunk lies wholly inside or wholly outside its matrix, tiles are copied with cp.async
+// alone, and the main loop is pipelined. Otherwise rows are not 16-byte aligned, chunks may be
+// copied element by element, and the plain loop is used: the pipelined one holds a second set of
+// fragment registers, which next to the element-wise copies would not fit in 255 without spills.
+template <bool ALIGNED>
+__device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
+                                          bf16_raw* __restrict__ C, int M, int N, int K) {
     constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
     constexpr int NT = TC_THREADS;
     constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
     constexpr int CA = BK / 8, CB = BN / 8;            // 16-byte chunks per row of the A and B tiles
     constexpr int RA = 8 / CA > 0 ? 8 / CA : 1;        // A rows per 128-byte line (swizzle period)
     constexpr int A_CHUNKS = BM * CA / NT, B_CHUNKS = BK * CB / NT;
-    static_assert(BK % 16 == 0 && CA <= 8 && CB >= 8 && WN % 16 == 0 && WM % 16 == 0, "bad tile");
+    constexpr int KK = BK / 16;                        // k16 steps per tile (even: see the main loop)
+    static_assert(BK % 32 == 0 && CA <= 8 && CB >= 8 && WN % 16 == 0 && WM % 16 == 0, "bad tile");
     static_assert(A_CHUNKS * NT == BM * CA && B_CHUNKS * NT == BK * CB, "loads do not cover the tile");
     static_assert(NT % CA == 0 && NT % CB == 0, "a thread's chunks must share one chunk column");
+    static_assert(A_CHUNKS <= 32, "the row mask has 32 bits");
     extern __shared__ __align__(128) unsigned char smem[];
     bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem);                 // [S][BM][BK], swizzled
     bf16_raw* sB = sA + S * BM * BK;                                   // [S][BK][BN], swizzled
@@ -144,36 +157,51 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
     const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
 
     // Each thread copies A_CHUNKS chunks of the A tile (one chunk column, rows a_r0 + i*A_STEP) and
-    // B_CHUNKS of the B tile. Chunk c of row r of an A tile is stored at chunk c ^ ((r / RA) % CA),
-    // of a B tile at c ^ (r % 8). When K and N are multiples of 8, every chunk lies wholly inside or
-    // wholly outside its matrix, so edges cost nothing but a zero-filling cp.async (source size 0);
-    // otherwise rows are not 16-byte aligned and load_chunk copies element by element.
+    // B_CHUNKS of the B tile (rows b_r0 + i*B_STEP). Chunk c of row r of an A tile is stored at chunk
+    // c ^ ((r / RA) % CA), of a B tile at c ^ (r % 8); the steps keep that term the same for all of a
+    // thread's chunks, so in shared memory chunk i sits a constant stride after the first, and in
+    // global memory too. The addresses are therefore worked out once, here, and which rows and
+    // columns exist never changes along K: a copy inside the matrix costs an address add and the
+    // cp.async (worked out per chunk and tile, the address arithmetic cost more instructions than
+    // the MMAs).
     constexpr int A_STEP = NT / CA, B_STEP = NT / CB;
     const int a_r0 = tid / CA, a_c = tid % CA, b_r0 = tid / CB, b_c = tid % CB;
-    const bool aligned = (K & 7) == 0 && (N & 7) == 0;
-    const bf16_raw* a_src = A + (size_t)(bm + a_r0) * K + a_c * 8;
-    const bf16_raw* b_src = B + (size_t)b_r0 * N + bn + b_c * 8;
+    const bf16_raw* a_src = A + (size_t)(bm + a_r0) * K + a_c * 8;    // chunk i of tile k0: + k0 + i * a_stride
+    const size_t a_stride = (size_t)A_STEP * K;
+    const bf16_raw* b_src = B + (size_t)b_r0 * N + bn + b_c * 8;      // chunk i of tile k0: + k0 * N + i * b_stride
+    const size_t b_stride = (size_t)B_STEP * N;
+    u32 a_rows_ok = 0;                                                 // bit i: the row of A chunk i exists
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) a_rows_ok |= (bm + a_r0 + i * A_STEP < M ? 1u : 0u) << i;
     const bool b_col_ok = bn + b_c * 8 < N;
     const u32 sA0 = smem_addr(sA), sB0 = smem_addr(sB);
-    // The swizzle term is the same for all of a thread's A chunks (rows a_r0 + i*A_STEP agree on
-    // r / RA mod CA), so chunk i sits a constant stride after the first.
     const u32 a_dst0 = (a_r0 * BK + ((a_c ^ ((a_r0 / RA) % CA)) * 8)) * 2;
+    const u32 b_dst0 = (b_r0 * BN + ((b_c ^ (b_r0 % 8)) * 8)) * 2;
+    static_assert(B_STEP % 8 == 0, "B chunks of one thread must share their swizzle");
+    static_assert((A_STEP / RA) % CA == 0 && A_STEP % RA == 0, "A chunks of one thread must share their swizzle");
+    const bool interior = bm + BM <= M && bn + BN <= N;              // the block's C tile is all inside C
     auto load_tile = [&](int stage, int k0) {
         const u32 a_stage = sA0 + stage * BM * BK * 2, b_stage = sB0 + stage * BK * BN * 2;
-        if (aligned) {
-            const bool a_col_ok = k0 + a_c * 8 < K;
+        if (ALIGNED) {
+            const bf16_raw* a_p = a_src + k0;
+            const bf16_raw* b_p = b_src + (size_t)k0 * N;
+            if (interior && k0 + BK <= K) {   // every tile but the last, in all but the edge blocks
 #pragma unroll
-            for (int i = 0; i < A_CHUNKS; ++i) {
-                bool ok = a_col_ok && bm + a_r0 + i * A_STEP < M;
-                cp_async16(a_stage + a_dst0 + i * A_STEP * BK * 2, ok ? a_src + (size_t)i * A_STEP * K + k0 : A,
-                           ok ? 16 : 0);
-            }
+                for (int i = 0; i < A_CHUNKS; ++i) cp_async16_full(a_stage + a_dst0 + i * A_STEP * BK * 2, a_p + i * a_stride);
 #pragma unroll
-            for (int i = 0; i < B_CHUNKS; ++i) {
-                int r = b_r0 + i * B_STEP;
-                bool ok = b_col_ok && k0 + r < K;
-                cp_async16(b_stage + (r * BN + ((b_c ^ (r % 8)) * 8)) * 2,
-                           ok ? b_src + (size_t)(k0 + i * B_STEP) * N : B, ok ? 16 : 0);
+                for (int i = 0; i < B_CHUNKS; ++i) cp_async16_full(b_stage + b_dst0 + i * B_STEP * BN * 2, b_p + i * b_stride);
+            } else {                          // chunks outside the matrix are zero-filled (source size 0)
+                const bool a_k_ok = k0 + a_c * 8 < K;
+#pragma unroll
+                for (int i = 0; i < A_CHUNKS; ++i) {
+                    bool ok = a_k_ok && ((a_rows_ok >> i) & 1u);
+                    cp_async16(a_stage + a_dst0 + i * A_STEP * BK * 2, ok ? a_p + i * a_stride : A, ok ? 16 : 0);
+                }
+#pragma unroll
+                for (int i = 0; i < B_CHUNKS; ++i) {
+                    bool ok = b_col_ok && k0 + b_r0 + i * B_STEP < K;
+                    cp_async16(b_stage + b_dst0 + i * B_STEP * BN * 2, ok ? b_p + i * b_stride : B, ok ? 16 : 0);
+                }
             }
         } else {
 #pragma unroll
@@ -199,7 +227,6 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
     // matrices are (rows 0-7 | 8-15) x (k 0-7 | 8-15); for B (k 0-7 | 8-15) x (n 0-7 | 8-15).
     const int lrow = (lane % 8) + ((lane / 8) & 1) * 8;
     const int lhalf = lane / 16;
-    constexpr int KK = BK / 16;
     // Per-lane parts of the ldmatrix addresses. An A row's swizzle depends only on lrow (warp and
     // mma-tile offsets are multiples of 16 rows); a B row's on lane % 8.
     const u32 a_lane = (wm0 + lrow) * BK * 2;
@@ -217,6 +244,7 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         for (int j = 0; j < NT8; j += 2)
             ldmatrix_x4_trans(b_base + b_lane[j / 2], bfr[j][0], bfr[j][1], bfr[j + 1][0], bfr[j + 1][1]);
     };
+
     auto mma_all = [&](const u32 (&af)[MT][4], const u32 (&bfr)[NT8][2]) {
 #pragma unroll
         for (int i = 0; i < MT; ++i)
@@ -225,30 +253,82 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
     };
 
     const int tiles = (K + BK - 1) / BK;
+    if (ALIGNED) {
+        // Pipelined. Tiles 0..S-1 fill all S slots up front. In tile t the one barrier sits before
+        // the last k16 step: by then every warp holds tile t's last fragments in registers, so right
+        // after it slot t % S is refilled with tile t + S, and the first fragments of tile t + 1 are
+        // read while tile t's last MMAs run. Two fragment sets: those of step kk + 1 are read before
+        // step kk's MMAs are issued (with KK even, every tile starts in set 0).
 #pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < tiles) load_tile(s, s * BK);
-        cp_async_commit();
-    }
-    for (int t = 0; t < tiles; ++t) {
-        cp_async_wait<S - 2>();   // this thread's copies of tile t have landed...
-        __syncthreads();          // ...everyone's have, and everyone is done with tile t-1
-        {
-            int next = t + S - 1;  // refill the stage tile t-1 used
-            if (next < tiles) load_tile(next % S, next * BK);
+        for (int s = 0; s < S; ++s) {
+            if (s < tiles) load_tile(s, s * BK);
+            cp_async_commit();                      // empty groups keep the count uniform
+        }
+        cp_async_wait<S - 1>();                     // tile 0 has landed (this thread's copies)...
+        __syncthreads();                            // ...everyone's have
+        u32 af[2][MT][4], bfr[2][NT8][2];
+        load_frags(af[0], bfr[0], 0, 0);
+        int slot = 0;
+        for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+            for (int kk = 0; kk < KK; ++kk) {
+                if (kk < KK - 1) {
+                    load_frags(af[(kk + 1) & 1], bfr[(kk + 1) & 1], slot, kk + 1);
+                } else {
+                    const int next_slot = slot + 1 == S ? 0 : slot + 1;
+                    if (t + 1 < tiles) load_frags(af[(kk + 1) & 1], bfr[(kk + 1) & 1], next_slot, 0);
+                    if (t + S < tiles) load_tile(slot, (t + S) * BK);
+                    cp_async_commit();
+                }
+                mma_all(af[kk & 1], bfr[kk & 1]);
+                if (kk == KK - 2) {
+                    cp_async_wait<S - 2>();   // tile t + 1 has landed (this thread's copies)...
+                    __syncthreads();          // ...everyone's have, and everyone has read all of tile t
+                }
+            }
+            slot = slot + 1 == S ? 0 : slot + 1;
+        }
+    } else {
+        // Plain: S - 1 tiles in flight; at the top of tile t one barrier says that tile t has landed
+        // and that tile t - 1's slot is free for tile t + S - 1.
+#pragma unroll
+        for (int s = 0; s < S - 1; ++s) {
+            if (s < tiles) load_tile(s, s * BK);
             cp_async_commit();
         }
+        for (int t = 0; t < tiles; ++t) {
+            cp_async_wait<S - 2>();
+            __syncthreads();
+            {
+                int next = t + S - 1;
+                if (next < tiles) load_tile(next % S, next * BK);
+                cp_async_commit();
+            }
 #pragma unroll
-        for (int kk = 0; kk < KK; ++kk) {
-            u32 af[MT][4], bfr[NT8][2];
-            load_frags(af, bfr, t % S, kk);
-            mma_all(af, bfr);
+            for (int kk = 0; kk < KK; ++kk) {
+                u32 af[MT][4], bfr[NT8][2];
+                load_frags(af, bfr, t % S, kk);
+                mma_all(af, bfr);
+            }
         }
     }
     cp_async_wait<0>();
 
     // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
     const int g = lane / 4, q = lane % 4;
+    if (interior && (N & 1) == 0) {   // the whole tile inside C, rows 4-byte aligned: no checks
+        bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                u32* row = reinterpret_cast<u32*>(c0 + (size_t)(i * 16 + h * 8) * N);
+#pragma unroll
+                for (int j = 0; j < NT8; ++j) row[j * 4] = pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            }
+        return;
+    }
+
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -266,6 +346,18 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
                     if (c + 1 < N) dst[1] = (bf16_raw)(v >> 16);
                 }
             }
+}
+#endif
+
+// Launch: block (TC_THREADS = 128), grid (ceil(M / TC_BM) * ceil(N / TC_BN)), dynamic shared
+// memory TC_SMEM_BYTES = 98304 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
+// 16-byte aligned. Compute capability 8.0+.
+extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
+        const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
+        int M, int N, int K) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if ((K & 7) == 0 && (N & 7) == 0) gemm_body<true>(A, B, C, M, N, K);
+    else gemm_body<false>(A, B, C, M, N, K);
 #else
     __trap();   // bf16 mma.sync needs compute capability 8.0 or newer
 #endif
