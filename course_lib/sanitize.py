@@ -57,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         done.add(fn)
         print(f"ok  {fn.__module__}.{fn.__name__}: " +
               ", ".join(f"{f}.{k}" for (f, k), g in sorted(reg.items()) if g is fn))
-    # CuPy's pool keeps freed blocks for reuse; hand them back so memcheck's leak check sees only real leaks.
+    # CuPy keeps random-generator states and freed blocks for reuse; hand them back before exit.
+    import gc
+
+    cupy.random.reset_states()
+    gc.collect()
     cupy.get_default_memory_pool().free_all_blocks()
     cupy.get_default_pinned_memory_pool().free_all_blocks()
     print(f"{len(reg)} kernels launched and checked")

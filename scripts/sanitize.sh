@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every course kernel once, small, under compute-sanitizer: memcheck, racecheck, synccheck
-# (and initcheck). Fails on the first tool that reports an error. Needs a CUDA GPU.
+# and initcheck. Fails if any tool reports an error. Needs a CUDA GPU.
+# memcheck runs without --leak-check: the course's kernels allocate nothing, and the host
+# allocations it would report are CuPy's own caches (memory pool, cuRAND states) alive at exit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -10,7 +12,6 @@ status=0
 for tool in memcheck racecheck synccheck initcheck; do
   echo "== compute-sanitizer --tool $tool"
   extra=()
-  [ "$tool" = memcheck ] && extra=(--leak-check full)
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
   if ! "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 86 --print-limit 20 $PY -m course_lib.sanitize; then
     echo "!! $tool reported errors"; status=1
