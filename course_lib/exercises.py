@@ -79,7 +79,7 @@ def check_crossover(gpu: str, dtype: str, answer) -> Verdict:
     want = roofline.square_gemm_crossover_n(g.peak(dtype), g.hbm_bandwidth_bytes_per_s, BYTES_PER_ELEMENT[dtype])
     if _close(answer, want, 0.03):
         return Verdict(f"Correct: N ≈ {want:,.0f}.", True)
-    return Verdict(f"Not quite: set 2N³/C = 3N²b/B and solve for N.", False)
+    return Verdict("Not quite: set 2N³/C = 3N²b/B and solve for N.", False)
 
 
 def check_bandwidth(case, answer_gb_per_s) -> Verdict:

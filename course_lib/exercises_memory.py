@@ -301,7 +301,7 @@ def _run_scale(src: str, n: int, sectors) -> Verdict:
     import cupy
 
     from . import cuda
-    from .experiments import _check_close
+    from .experiments import check_close
 
     fn = _load(src, "my_scale")
     ref = cuda.kernel("coalescing", "scale_rows")
@@ -310,7 +310,7 @@ def _run_scale(src: str, n: int, sectors) -> Verdict:
     grid, block = ((n + 31) // 32, (n + 7) // 8), (32, 8)
     args = (out, a, cupy.int32(n), cupy.int32(n))
     fn(grid, block, args)
-    check = _check_close(out, 2 * a, "2 * in (CuPy)", 0.0)
+    check = check_close(out, 2 * a, "2 * in (CuPy)", 0.0)
     if not check["passed"]:
         return Verdict(f"Not correct yet: max error {check['max_abs_err']:.3g} against 2 * in.", False)
     mine, course = _time_pair(lambda: fn(grid, block, args), lambda: ref(grid, block, args))
@@ -403,7 +403,7 @@ def _run_transpose(src: str, n: int, words) -> Verdict:
     import cupy
 
     from . import cuda
-    from .experiments import _check_close
+    from .experiments import check_close
 
     fn = _load(src, "my_transpose")
     ref = cuda.kernel("transpose", "transpose_padded")
@@ -411,7 +411,7 @@ def _run_transpose(src: str, n: int, words) -> Verdict:
     out = cupy.full_like(a, -1)
     grid, block = ((n + 31) // 32, (n + 31) // 32), (32, 8)
     fn(grid, block, (out, a, cupy.int32(n)))
-    check = _check_close(out, a.T, "CuPy a.T", 0.0)
+    check = check_close(out, a.T, "CuPy a.T", 0.0)
     if not check["passed"]:
         return Verdict(f"Not correct yet: max error {check['max_abs_err']:.3g} against a.T.", False)
     mine, course = _time_pair(lambda: fn(grid, block, (out, a, cupy.int32(n))),

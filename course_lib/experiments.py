@@ -151,7 +151,7 @@ def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
 
 # --------------------------------------------------------------------------- helpers for bodies
 
-def _check_close(got, ref, reference: str, rtol: float, atol: float = 0.0) -> dict:
+def check_close(got, ref, reference: str, rtol: float, atol: float = 0.0) -> dict:
     """Max |got - ref| against a tolerance scaled to the reference's magnitude."""
     import cupy
 
@@ -162,20 +162,25 @@ def _check_close(got, ref, reference: str, rtol: float, atol: float = 0.0) -> di
     return Check(reference, err, tol).to_json()
 
 
-def _require_passed(case: Case) -> Case:
+def require_passed(case: Case) -> Case:
     if not case.check["passed"]:
         raise AssertionError(f"{case.name}: result differs from {case.check['reference']} "
                              f"(max abs err {case.check['max_abs_err']:.3g} > {case.check['tolerance']:.3g})")
     return case
 
 
-def _launch_dict(grid, block, family: str, kernel: str, smem: int = 0) -> dict:
+def launch_record(grid, block, resources, dynamic_smem_bytes: int = 0) -> dict:
+    """A case's ``launch`` entry: geometry, and what the compiler gave the kernel."""
+    return {"grid": list(grid), "block": list(block), "dynamic_smem_bytes": dynamic_smem_bytes,
+            "registers": resources.registers, "static_smem_bytes": resources.static_smem_bytes,
+            "spill_store_bytes": resources.spill_store_bytes}
+
+
+def kernel_launch_record(grid, block, family: str, kernel: str, dynamic_smem_bytes: int = 0) -> dict:
+    """``launch_record`` for a course kernel, its resources from NVRTC for the current GPU."""
     from . import cuda
 
-    res = cuda.resources(family, kernel)
-    return {"grid": list(grid), "block": list(block), "dynamic_smem_bytes": smem,
-            "registers": res.registers, "static_smem_bytes": res.static_smem_bytes,
-            "spill_store_bytes": res.spill_store_bytes}
+    return launch_record(grid, block, cuda.resources(family, kernel), dynamic_smem_bytes)
 
 
 def elementwise_launch(kernel: str, n: int) -> tuple[tuple[int], tuple[int]]:
@@ -208,7 +213,7 @@ def copy_bandwidth(n_bytes: int, samples: int) -> list[Case]:
     memcpy()
     cases.append(Case("CuPy device-to-device copy", {"n_bytes": n_bytes}, "cudaMemcpyAsync (CuPy)",
                       list(benchmark(memcpy, samples, flush_l2=True).samples_s), 0, 2 * a.nbytes,
-                      _check_close(out, a, "source array", 0.0)))
+                      check_close(out, a, "source array", 0.0)))
     for kernel, inputs, ref, ops in (
         ("copy", (a,), a, 0), ("copy_vec4", (a,), a, 0),
         ("vector_add", (a, b), None, 1), ("vector_add_vec4", (a, b), None, 1),
@@ -219,11 +224,11 @@ def copy_bandwidth(n_bytes: int, samples: int) -> list[Case]:
         out.fill(0)
         fn(grid, block, args)
         reference = ref if ref is not None else a + b
-        check = _check_close(out, reference, "CuPy elementwise" if ref is None else "source array", 0.0)
+        check = check_close(out, reference, "CuPy elementwise" if ref is None else "source array", 0.0)
         t = benchmark(lambda: fn(grid, block, args), samples, flush_l2=True)
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             f"course {kernel}", {"n_bytes": n_bytes}, f"elementwise.{kernel}", list(t.samples_s),
-            ops * n, (len(inputs) + 1) * a.nbytes, check, _launch_dict(grid, block, "elementwise", kernel))))
+            ops * n, (len(inputs) + 1) * a.nbytes, check, kernel_launch_record(grid, block, "elementwise", kernel))))
     return cases
 
 
@@ -268,7 +273,7 @@ def _matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, b
 
     fn, ref = _torch_matmul(dtype, m, n, k, batch)
     got = fn()
-    check = _check_close(cupy.asarray(got.double()), cupy.asarray(ref), "float64 matmul (cuBLAS)",
+    check = check_close(cupy.asarray(got.double()), cupy.asarray(ref), "float64 matmul (cuBLAS)",
                          _MATMUL_RTOL[dtype] * max(1.0, k / 1024))
     t = benchmark(fn, samples, repeat=repeat)
     nb = batch or 1
@@ -276,7 +281,7 @@ def _matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, b
     b_out = 2.0 if dtype == "fp8" else b_in
     kernel = {"fp8": "cublasLt fp8 (torch._scaled_mm)"}.get(dtype, f"cublas {dtype} (torch.{'bmm' if batch else 'mm'})")
     torch.backends.cuda.matmul.allow_tf32 = False
-    return _require_passed(Case(
+    return require_passed(Case(
         label, params or {"dtype": dtype, "n": n}, kernel, list(t.samples_s), nb * 2.0 * m * n * k,
         nb * (b_in * (m * k + k * n) + b_out * m * n), check,
         extra={"repeat": repeat, "tf32": dtype == "tf32", "shape": [nb, m, n, k]}))
@@ -321,8 +326,8 @@ def measuring_correctly(sizes: list[int], samples: int, cold_samples: int) -> li
         fn = cuda.kernel("elementwise", "vector_add")
         args = (out, a, b, cupy.int64(n))
         fn(grid, block, args)
-        check = _check_close(out, a + b, "CuPy elementwise", 0.0)
-        launch = _launch_dict(grid, block, "elementwise", "vector_add")
+        check = check_close(out, a + b, "CuPy elementwise", 0.0)
+        launch = kernel_launch_record(grid, block, "elementwise", "vector_add")
         common = dict(kernel="elementwise.vector_add", flop=n, bytes=12 * n, check=check, launch=launch)
         for label, timer, t in (
             ("host timer, no synchronize", "host perf_counter, no synchronize",
@@ -331,7 +336,7 @@ def measuring_correctly(sizes: list[int], samples: int, cold_samples: int) -> li
              host_timed(lambda: fn(grid, block, args), samples, synchronize=True)),
             ("CUDA events", "cuda-events", benchmark(lambda: fn(grid, block, args), samples)),
         ):
-            cases.append(_require_passed(Case(f"{label}, n={n}", {"sizes": n}, samples_s=list(t.samples_s),
+            cases.append(require_passed(Case(f"{label}, n={n}", {"sizes": n}, samples_s=list(t.samples_s),
                                               timer=timer, **common)))
     # The first call of a kernel pays for compiling it: NVRTC, then loading the module.
     n = sizes[-1]
@@ -352,8 +357,8 @@ def measuring_correctly(sizes: list[int], samples: int, cold_samples: int) -> li
             f(*elementwise_launch("vector_add", n), (out, a, b, cupy.int64(n)))
             cupy.cuda.get_current_stream().synchronize()
         cold.append(time.perf_counter() - t0)
-    check = _check_close(out, a + b, "CuPy elementwise", 0.0)
-    cases.append(_require_passed(Case(
+    check = check_close(out, a + b, "CuPy elementwise", 0.0)
+    cases.append(require_passed(Case(
         f"first call (compile + load + launch), n={n}", {"sizes": n}, "elementwise.vector_add", cold, n, 12 * n,
         check, timer="host perf_counter around NVRTC compile, module load, launch and synchronize")))
     return cases
@@ -383,21 +388,21 @@ def measured_roofline(matmul_sizes: list[int], matvec_sizes: list[int], matmul_d
     fn = cuda.kernel("elementwise", "vector_add_vec4")
     args = (out, a, b, cupy.int64(n))
     fn(grid, block, args)
-    check = _check_close(out, a + b, "CuPy elementwise", 0.0)
+    check = check_close(out, a + b, "CuPy elementwise", 0.0)
     t = benchmark(lambda: fn(grid, block, args), samples, flush_l2=True)
-    cases.append(_require_passed(Case(
+    cases.append(require_passed(Case(
         f"vector add, n={n}", {"op": "vector add", "vector_add_n": n}, "elementwise.vector_add_vec4",
-        list(t.samples_s), n, 12 * n, check, _launch_dict(grid, block, "elementwise", "vector_add_vec4"))))
+        list(t.samples_s), n, 12 * n, check, kernel_launch_record(grid, block, "elementwise", "vector_add_vec4"))))
     torch.backends.cuda.matmul.allow_tf32 = False
     for nv in matvec_sizes:
         gen = torch.Generator(device="cuda").manual_seed(1)
         m = torch.rand((nv, nv), device="cuda", generator=gen) - 0.5
         v = torch.rand(nv, device="cuda", generator=gen) - 0.5
         got = torch.mv(m, v)
-        check = _check_close(cupy.asarray(got.double()), cupy.asarray(torch.mv(m.double(), v.double())),
+        check = check_close(cupy.asarray(got.double()), cupy.asarray(torch.mv(m.double(), v.double())),
                              "float64 matrix-vector", 1e-5)
         t = benchmark(lambda: torch.mv(m, v), samples, repeat=20)
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             f"matrix-vector fp32, n={nv}", {"op": "matvec", "matvec_sizes": nv}, "cublas sgemv (torch.mv)",
             list(t.samples_s), 2.0 * nv * nv, 4.0 * (nv * nv + 2 * nv), check, extra={"repeat": 20})))
     for dtype in matmul_dtypes:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import cuda
 from .evidence import Case
-from .experiments import _check_close, _require_passed, experiment
+from .experiments import check_close, experiment, kernel_launch_record, require_passed
 from .sanitize import covers
 
 FP32 = "gemm_fp32"
@@ -220,12 +220,6 @@ def _one_call_s(fn) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) * 1e-3
 
 
-def _launch(grid, block, family, kernel, smem=0, arch=None) -> dict:
-    r = cuda.resources(family, kernel, arch)
-    return {"grid": list(grid), "block": list(block), "dynamic_smem_bytes": smem, "registers": r.registers,
-            "static_smem_bytes": r.static_smem_bytes, "spill_store_bytes": r.spill_store_bytes}
-
-
 # --------------------------------------------------------------------------- experiments
 
 @experiment("gemm.fp32_ladder",
@@ -246,7 +240,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
         ta, tb = _torch_view(a), _torch_view(b)
         ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
         tol = fp32_tolerance(n)
-        check = _check_close(cupy.asarray(torch.mm(ta, tb)), ref, "float64 matmul (cuBLAS dgemm)", tol)
+        check = check_close(cupy.asarray(torch.mm(ta, tb)), ref, "float64 matmul (cuBLAS dgemm)", tol)
         t = benchmark(lambda: torch.mm(ta, tb), samples, warmup=warmup)
         skipped = []
         for kernel in kernels:
@@ -258,7 +252,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
                     continue
             c.fill(float("nan"))
             run_fp32(kernel, a, b, c, fn)
-            kcheck = _check_close(c, ref, "float64 matmul (cuBLAS dgemm)", tol)
+            kcheck = check_close(c, ref, "float64 matmul (cuBLAS dgemm)", tol)
             once = _one_call_s(lambda: run_fp32(kernel, a, b, c, fn))
             last[kernel] = (n, once)
             if once * (samples + warmup) > case_budget_s:
@@ -267,10 +261,10 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
             timing = benchmark(lambda: run_fp32(kernel, a, b, c, fn), samples, warmup=warmup)
             last[kernel] = (n, timing.median_s)
             grid, block = fp32_geometry(kernel, n, n)
-            cases.append(_require_passed(Case(
+            cases.append(require_passed(Case(
                 f"{kernel}, n={n}", {"sizes": n, "kernels": kernel}, f"{FP32}.{kernel}", list(timing.samples_s),
-                2.0 * n ** 3, 4.0 * 3 * n * n, kcheck, _launch(grid, block, FP32, kernel))))
-        cases.append(_require_passed(Case(
+                2.0 * n ** 3, 4.0 * 3 * n * n, kcheck, kernel_launch_record(grid, block, FP32, kernel))))
+        cases.append(require_passed(Case(
             f"cuBLAS fp32, n={n}", {"sizes": n}, "cublas sgemm (torch.mm, TF32 off)", list(t.samples_s),
             2.0 * n ** 3, 4.0 * 3 * n * n, check,
             extra={"not_measured": skipped,
@@ -303,18 +297,18 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
         run_bf16(a, b, c, fn)
         got = bf16_bits_to_float32(c)
         ref = cupy.asarray(lib.float())
-        check = _check_close(got, ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
+        check = check_close(got, ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
         err64 = float(cupy.abs(got.astype(cupy.float64) - cupy.asarray(exact)).max())
         t = benchmark(lambda: run_bf16(a, b, c, fn), samples)
         grid, block, smem = bf16_geometry(n, n)
         flop, nbytes = 2.0 * n ** 3, 2.0 * 3 * n * n
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             f"cuBLAS bf16, n={n}", {"sizes": n}, "cublas bf16 (torch.mm)", list(t_lib.samples_s), flop, nbytes,
-            _check_close(ref, exact, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
+            check_close(ref, exact, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
             extra={"max_abs_err_vs_float64": lib_err})))
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             f"bf16_gemm_mma, n={n}", {"sizes": n}, f"{BF16}.bf16_gemm_mma", list(t.samples_s), flop, nbytes,
-            check, _launch(grid, block, BF16, "bf16_gemm_mma", smem),
+            check, kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem),
             extra={"max_abs_err_vs_float64": err64, "defines": macro_defaults(BF16)})))
         del a, b, c, ta, tb, lib, exact
     return cases
@@ -347,27 +341,27 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
             fn = cuda.kernel(FP32, kernel)
             c.fill(float("nan"))
             run_fp32(kernel, a, b, c, fn)
-            check = _check_close(c, ref, "float64 matmul", fp32_tolerance(k))
+            check = check_close(c, ref, "float64 matmul", fp32_tolerance(k))
             t = benchmark(lambda: run_fp32(kernel, a, b, c, fn), samples, warmup=1)
             grid, block = fp32_geometry(kernel, m, n)
-            cases.append(_require_passed(Case(
+            cases.append(require_passed(Case(
                 f"{kernel}, {m}x{n}x{k}", {"shapes": [m, n, k], "kernel": kernel}, f"{FP32}.{kernel}",
                 list(t.samples_s), 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n), check,
-                _launch(grid, block, FP32, kernel))))
+                kernel_launch_record(grid, block, FP32, kernel))))
         if bf16_ok:
             fn = _bf16_function()
             ab, bb = to_bf16_bits(a), to_bf16_bits(b)
             exact = bf16_bits_to_float32(ab).astype(cupy.float64) @ bf16_bits_to_float32(bb).astype(cupy.float64)
             cb = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails the check
             run_bf16(ab, bb, cb, fn)
-            check = _check_close(bf16_bits_to_float32(cb), exact, "float64 matmul of the bf16 inputs",
+            check = check_close(bf16_bits_to_float32(cb), exact, "float64 matmul of the bf16 inputs",
                                  bf16_tolerance_rel())
             t = benchmark(lambda: run_bf16(ab, bb, cb, fn), samples, warmup=1)
             grid, block, smem = bf16_geometry(m, n)
-            cases.append(_require_passed(Case(
+            cases.append(require_passed(Case(
                 f"bf16_gemm_mma, {m}x{n}x{k}", {"shapes": [m, n, k], "kernel": "bf16_gemm_mma"},
                 f"{BF16}.bf16_gemm_mma", list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n), check,
-                _launch(grid, block, BF16, "bf16_gemm_mma", smem))))
+                kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem))))
     return cases
 
 

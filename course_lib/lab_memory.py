@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import memory
 from .evidence import Case
-from .experiments import _check_close, _launch_dict, _require_passed, elementwise_launch, experiment
+from .experiments import check_close, elementwise_launch, experiment, kernel_launch_record, require_passed
 from .sanitize import covers
 
 BLOCK = 256
@@ -100,12 +100,12 @@ def _strided_launches(n: int, strides: list[int]) -> list[_Launch]:
             out.fill(-1)
             fn(grid, block, args)
             idx = (cupy.arange(n, dtype=cupy.int64) * s) & (n - 1)
-            return _check_close(out, a[idx], "CuPy gather a[(i * stride) mod n]", 0.0)
+            return check_close(out, a[idx], "CuPy gather a[(i * stride) mod n]", 0.0)
 
         model = _global_model(memory.warp_addresses("strided", 4, stride=s), 4, memory.warp_addresses("unit", 4), 4)
         launches.append(_Launch(f"stride {s}", {"strides": s}, "coalescing.strided_copy",
                                 lambda args=args: fn(grid, block, args), check, 8.0 * n,
-                                _launch_dict(grid, block, "coalescing", "strided_copy"), {"model": model}))
+                                kernel_launch_record(grid, block, "coalescing", "strided_copy"), {"model": model}))
     return launches
 
 
@@ -140,12 +140,12 @@ def _pattern_launches(n: int, offsets: list[int]) -> list[_Launch]:
         def check(k=k, args=args):
             out.fill(-1)
             off_fn(grid, block, args)
-            return _check_close(out, src[k:k + n], "CuPy slice in[offset:offset + n]", 0.0)
+            return check_close(out, src[k:k + n], "CuPy slice in[offset:offset + n]", 0.0)
 
         model = _global_model(memory.warp_addresses("unit", 4, offset_bytes=4 * k), 4, unit, 4)
         launches.append(_Launch(f"offset {k} ({4 * k} bytes)", {"group": "offset", "offsets": k},
                                 "coalescing.offset_copy", lambda args=args: off_fn(grid, block, args), check,
-                                8.0 * n, _launch_dict(grid, block, "coalescing", "offset_copy"), {"model": model}))
+                                8.0 * n, kernel_launch_record(grid, block, "coalescing", "offset_copy"), {"model": model}))
 
     particles = cupy.random.random((n, 4), dtype=cupy.float32)     # x, y, z, mass: 16 bytes each
     xs = cupy.ascontiguousarray(particles[:, 0])
@@ -160,11 +160,11 @@ def _pattern_launches(n: int, offsets: list[int]) -> list[_Launch]:
         def check(fn=fn, args=args):
             out.fill(-1)
             fn(grid, block, args)
-            return _check_close(out, xs, "the particles' x (CuPy)", 0.0)
+            return check_close(out, xs, "the particles' x (CuPy)", 0.0)
 
         launches.append(_Launch(label, {"group": "layout", "layout": kernel[:3]}, f"coalescing.{kernel}",
                                 lambda fn=fn, args=args: fn(grid, block, args), check, 8.0 * n,
-                                _launch_dict(grid, block, "coalescing", kernel),
+                                kernel_launch_record(grid, block, "coalescing", kernel),
                                 {"model": _global_model(read, 4, unit, 4)}))
 
     a = src[:n]
@@ -181,12 +181,12 @@ def _pattern_launches(n: int, offsets: list[int]) -> list[_Launch]:
         def check(fn=fn, args=args, g=g, b=b):
             out.fill(-1)
             fn(g, b, args)
-            return _check_close(out, a, "source array", 0.0)
+            return check_close(out, a, "source array", 0.0)
 
         w = memory.warp_addresses("unit", width)
         launches.append(_Launch(f"{width} bytes per thread ({kernel})", {"group": "vector", "access_bytes": width},
                                 f"{family}.{kernel}", lambda fn=fn, args=args, g=g, b=b: fn(g, b, args), check,
-                                8.0 * n, _launch_dict(g, b, family, kernel),
+                                8.0 * n, kernel_launch_record(g, b, family, kernel),
                                 {"model": _global_model(w, width, w, width)}))
     return launches
 
@@ -246,7 +246,7 @@ def _transpose_launches(n: int) -> list[_Launch]:
     def check_copy(run):
         copy_out.fill(-1)
         run()
-        return _check_close(copy_out, a, "source array", 0.0)
+        return check_close(copy_out, a, "source array", 0.0)
 
     launches.append(_Launch("CuPy device-to-device copy", {"variant": "copy"}, "cudaMemcpyAsync (CuPy)", memcpy,
                             lambda: check_copy(memcpy), nbytes, profiled=False))
@@ -254,7 +254,7 @@ def _transpose_launches(n: int) -> list[_Launch]:
     g4, b4 = elementwise_launch("copy_vec4", n * n)
     vec4_run = lambda: vec4(g4, b4, (copy_out, a, cupy.int64(n * n)))
     launches.append(_Launch("course copy_vec4", {"variant": "copy"}, "elementwise.copy_vec4", vec4_run,
-                            lambda: check_copy(vec4_run), nbytes, _launch_dict(g4, b4, "elementwise", "copy_vec4"),
+                            lambda: check_copy(vec4_run), nbytes, kernel_launch_record(g4, b4, "elementwise", "copy_vec4"),
                             profiled=False))
     for kernel, label, tile, rows, pitch, swz in TRANSPOSES:
         fn = cuda.kernel("transpose", kernel)
@@ -264,11 +264,11 @@ def _transpose_launches(n: int) -> list[_Launch]:
         def check(fn=fn, grid=grid, block=block, args=args):
             out.fill(-1)
             fn(grid, block, args)
-            return _check_close(out, a.T, "CuPy a.T", 0.0)
+            return check_close(out, a.T, "CuPy a.T", 0.0)
 
         launches.append(_Launch(label, {"variant": kernel}, f"transpose.{kernel}",
                                 lambda fn=fn, grid=grid, block=block, args=args: fn(grid, block, args), check,
-                                nbytes, _launch_dict(grid, block, "transpose", kernel),
+                                nbytes, kernel_launch_record(grid, block, "transpose", kernel),
                                 {"model": transpose_model(kernel, n)}))
     return launches
 
@@ -336,7 +336,7 @@ def _probe_launches(patterns: list[str], iters: int) -> list[_Launch]:
         def check(fn=fn, args=args, want=want):
             out.fill(0)
             fn((blocks,), (BLOCK,), args)
-            return _check_close(out, want, "iters x the words each lane reads (NumPy)", 0.0)
+            return check_close(out, want, "iters x the words each lane reads (NumPy)", 0.0)
 
         bank = memory.bank_conflicts(addrs, width)
         model = {"wavefronts_per_request": bank.wavefronts, "ideal_wavefronts": bank.ideal_wavefronts,
@@ -344,7 +344,7 @@ def _probe_launches(patterns: list[str], iters: int) -> list[_Launch]:
         launches.append(_Launch(label, {"patterns": label, "access_bytes": width}, f"transpose.{kernel}",
                                 lambda fn=fn, args=args: fn((blocks,), (BLOCK,), args), check,
                                 float(blocks * BLOCK * iters * width),
-                                _launch_dict((blocks,), (BLOCK,), "transpose", kernel),
+                                kernel_launch_record((blocks,), (BLOCK,), "transpose", kernel),
                                 {"model": model, "addresses_bytes": list(addrs)}))
     return launches
 
@@ -373,7 +373,7 @@ def _measure(launches: list[_Launch], samples: int, flush_l2: bool) -> list[Case
     for la in launches:
         check = la.check()
         t = benchmark(la.run, samples, flush_l2=flush_l2)
-        cases.append(_require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), 0, la.bytes, check,
+        cases.append(require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), 0, la.bytes, check,
                                           la.launch, extra=dict(la.extra))))
     return cases
 

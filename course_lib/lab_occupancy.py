@@ -27,7 +27,7 @@ from typing import Callable
 
 from . import occupancy as occ
 from .evidence import Case, Check
-from .experiments import _check_close, _require_passed, experiment
+from .experiments import check_close, experiment, launch_record, require_passed
 from .hardware import KIB
 from .sanitize import covers
 
@@ -72,11 +72,6 @@ def device_budget() -> occ.SmBudget:
     return occ.budget_from_device(detect())
 
 
-def _launch_dict(grid, block, res, smem: int = 0) -> dict:
-    return {"grid": list(grid), "block": list(block), "dynamic_smem_bytes": smem, "registers": res.registers,
-            "static_smem_bytes": res.static_smem_bytes, "spill_store_bytes": res.spill_store_bytes}
-
-
 def _model_extra(res: occ.Residency, bytes_per_thread: int | None = None) -> dict:
     out = {"resident_blocks": res.resident_blocks, "active_warps": res.active_warps,
            "occupancy": res.occupancy, "limiter": res.limiter, "budget": res.budget}
@@ -92,7 +87,7 @@ def _measure(launches: list[_Launch], samples: int, flush_l2: bool) -> list[Case
     for la in launches:
         check = la.check()
         t = benchmark(la.run, samples, flush_l2=flush_l2)
-        cases.append(_require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), la.flop, la.bytes,
+        cases.append(require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), la.flop, la.bytes,
                                           check, la.launch, extra=dict(la.extra))))
     return cases
 
@@ -146,10 +141,10 @@ def _copy_launch(a, out, n: int, ilp: int, smem: int, b: occ.SmBudget, name: str
     def check():
         out.fill(-1)
         run()
-        return _check_close(out, a, "source array", 0.0)
+        return check_close(out, a, "source array", 0.0)
 
     return _Launch(name, params, f"occupancy.{kernel}", run, check, 8.0 * n, 0.0,
-                   _launch_dict(grid, block, res, smem),
+                   launch_record(grid, block, res, smem),
                    {"ilp": ilp, "dynamic_smem_bytes": smem, **_model_extra(model, 4 * ilp)}, kernel)
 
 
@@ -160,7 +155,7 @@ def _cupy_copy_launch(a, out, n: int) -> _Launch:
     def check():
         out.fill(-1)
         run()
-        return _check_close(out, a, "source array", 0.0)
+        return check_close(out, a, "source array", 0.0)
 
     return _Launch("CuPy device-to-device copy", {"ceiling": True}, "cudaMemcpyAsync (CuPy)", run, check, 8.0 * n)
 
@@ -255,11 +250,11 @@ def _spill_launches(n_threads: int, k: int, caps: list[int]) -> list[_Launch]:
         def check(run=run):
             out.fill(float("nan"))
             run()
-            return _check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
+            return check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
 
         launches.append(_Launch(
             cap_label(cap), {"caps": cap}, f"occupancy.register_pressure ({cap_label(cap)})", run, check,
-            4.0 * (k + 1) * n_threads, 2.0 * ACCUMULATORS * k * n_threads, _launch_dict(grid, block, res),
+            4.0 * (k + 1) * n_threads, 2.0 * ACCUMULATORS * k * n_threads, launch_record(grid, block, res),
             {"cap": cap, "registers": res.registers, "spill_store_bytes": res.spill_store_bytes,
              "spill_load_bytes": res.spill_load_bytes, "stack_frame_bytes": res.stack_frame_bytes,
              **_model_extra(model)}, "register_pressure"))
@@ -388,12 +383,12 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
         args = (out, x, cupy.int32(n), cupy.int32(k))
         out.fill(float("nan"))
         fn(grid, block, args)
-        check = _check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
+        check = check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
         t = benchmark(lambda: fn(grid, block, args), samples)
         res = ptxas[name]
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             f"__maxnreg__({cap})", {"register_caps": cap}, f"occupancy.accumulate_body<{accs}> __maxnreg__({cap})",
-            list(t.samples_s), 2.0 * accs * k * n, 4.0 * (k + 1) * n, check, _launch_dict(grid, block, res),
+            list(t.samples_s), 2.0 * accs * k * n, 4.0 * (k + 1) * n, check, launch_record(grid, block, res),
             extra={"configs": rows, "ptxas_registers": res.registers, "spill_store_bytes": res.spill_store_bytes})))
     cases.append(_course_kernels_case(b, query, samples))
     return cases
@@ -428,7 +423,7 @@ def _course_kernels_case(b: occ.SmBudget, query, samples: int) -> Case:
         times.append(time.perf_counter() - t0)
     check = Check("cuFuncGetAttribute registers and static shared memory = NVRTC's ptxas report",
                   float(mismatched), 0.0).to_json()
-    return _require_passed(Case(
+    return require_passed(Case(
         "every course kernel", {"course_kernels": True}, "cuOccupancyMaxActiveBlocksPerMultiprocessor (driver API)",
         times, 0, 0, check, timer="host perf_counter around one occupancy query",
         extra={"configs": rows}))

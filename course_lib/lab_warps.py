@@ -17,7 +17,7 @@ import json
 
 from . import launch_geometry as lg
 from .evidence import Case, Check
-from .experiments import _check_close, _launch_dict, _require_passed, experiment
+from .experiments import check_close, experiment, kernel_launch_record, require_passed
 from .sanitize import covers
 
 BLOCK = 256
@@ -79,9 +79,9 @@ def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launch
     t = benchmark(lambda: fn(g, blk, args), samples)
     info = detect()
     name = f"{grid.blocks} blocks ({grid.grid_m}×{grid.grid_n}) of {block_m}×{block_n} tiles, {m}×{n} output"
-    return [_require_passed(Case(
+    return [require_passed(Case(
         name, {"m": m, "n": n, "block_m": block_m, "block_n": block_n}, "warps.tile_owner_order",
-        list(t.samples_s), 0, 4.0 * m * n, check, _launch_dict(g, blk, "warps", "tile_owner_order"),
+        list(t.samples_s), 0, 4.0 * m * n, check, kernel_launch_record(g, blk, "warps", "tile_owner_order"),
         extra={"grid": [grid.grid_m, grid.grid_n], "sm_count": info.sm_count, "spin_ns": spin_ns,
                "runs": runs}))]
 
@@ -172,12 +172,12 @@ def divergence(n: int, iters: int, modes: list[str], samples: int) -> list[Case]
             ref = cupy.where(paths == p, r, ref)
         out.fill(float("nan"))
         run()
-        check = _check_close(out, ref, "float64 reference (CuPy), same path per thread", 0.0, atol=5e-4)
+        check = check_close(out, ref, "float64 reference (CuPy), same path per thread", 0.0, atol=5e-4)
         t = benchmark(run, samples)
         working = int((paths >= 0).sum())
-        cases.append(_require_passed(Case(
+        cases.append(require_passed(Case(
             label, {"modes": label}, "warps.divergence", list(t.samples_s), 2.0 * iters * working, 8.0 * n,
-            check, _launch_dict(grid, block, "warps", "divergence"),
+            check, kernel_launch_record(grid, block, "warps", "divergence"),
             extra={"mode": mode.mode, "iters": iters, "threads_working": working,
                    "predicted_factor": lg.divergence_factor(mode),
                    "predicted_lane_efficiency": lg.lane_efficiency(mode)})))
