@@ -25,6 +25,8 @@ from typing import Callable
 from . import memory
 from .evidence import Case
 from .experiments import check_close, elementwise_launch, experiment, kernel_launch_record, require_passed
+from .profiler import has_profile
+from .profiler import profiled_result as profile_source  # the notebooks' name for it
 from .sanitize import covers
 
 BLOCK = 256
@@ -468,28 +470,6 @@ def copy_rows(result, ceiling_bytes_per_s: float, key: str | None = None) -> lis
                      "measured / model": c.bandwidth_bytes_per_s / p.bandwidth_bytes_per_s,
                      "% of copy ceiling": 100 * c.bandwidth_bytes_per_s / ceiling_bytes_per_s})
     return rows
-
-
-def has_profile(result) -> bool:
-    return any("ncu" in c.extra for c in result.cases)
-
-
-def profile_source(result):
-    """The result whose cases carry ncu metrics, and a note: live metrics, or why the recorded ones are shown."""
-    if has_profile(result):
-        return result, f"Nsight Compute metrics {result.provenance}"
-    reasons = {c.extra.get("ncu_unavailable") for c in result.cases if c.extra.get("ncu_unavailable")}
-    why = "; ".join(sorted(reasons)) or "this result carries no profiler metrics"
-    from . import experiments
-
-    try:
-        recorded = experiments.replay(result.experiment, result.params)
-    except Exception as exc:  # noqa: BLE001  (NotRecorded or a missing file: say so)
-        return None, f"Profiling was not possible here ({why}), and there is no recorded profile: {exc}"
-    if not has_profile(recorded):
-        return None, f"Profiling was not possible here ({why}), and the recorded run has no profile either."
-    return recorded, (f"Profiling was not possible here: {why}. Showing the Nsight Compute metrics "
-                      f"{recorded.provenance} instead.")
 
 
 def _ratio(a, b):
