@@ -5,7 +5,7 @@
 Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are analytic: nbval compares their
 output with the committed one in every mode.
 """
-from nbbuild import code, md, write
+from nbbuild import build, code, md
 
 
 NB00 = [
@@ -322,5 +322,4 @@ print(check_crossover("h200", "fp8", 3 * 1 * h200.peak("fp8") / (2 * h200.hbm_ba
 
 
 if __name__ == "__main__":
-    write("00_your_gpu.ipynb", NB00)
-    write("01_roofline.ipynb", NB01)
+    build({"00_your_gpu.ipynb": NB00, "01_roofline.ipynb": NB01})

@@ -1,16 +1,13 @@
 """Write notebooks/02 and 03 from the cell lists below (outputs come from executing them on a GPU).
 
     python scripts/build_02_03.py                    # rewrites both .ipynb files, without outputs
-    python scripts/build_02_03.py --keep-outputs 02  # rewrites 02's prose, keeping the outputs of
-                                                     # every code cell whose source is unchanged
+    python scripts/build_02_03.py --keep-outputs 02  # rewrites 02's prose, keeping its outputs;
+                                                     # refuses if a code cell changed (see nbbuild.py)
 
 Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are analytic: nbval compares their
 output with the committed one in every mode.
 """
-import sys
-
-import nbformat
-from nbbuild import NOTEBOOKS, code, md, write
+from nbbuild import build, code, md
 
 NB02 = [
     md("""
@@ -468,28 +465,5 @@ print(check_register_cap(ex.register_cap_answer()))
 ]
 
 
-def _keep_outputs(name, cells):
-    """Rebuild ``name`` from ``cells`` but keep the outputs of code cells whose source did not change."""
-    path = NOTEBOOKS / name
-    old = nbformat.read(path, as_version=4)
-    outputs = {c.source: (c.get("outputs", []), c.get("execution_count")) for c in old.cells if c.cell_type == "code"}
-    missing = [c.source.splitlines()[0] for c in cells if c.cell_type == "code" and c.source not in outputs]
-    if missing:
-        raise SystemExit(f"{name}: code cells changed, run them on a GPU again: {missing}")
-    for c in cells:
-        if c.cell_type == "code":
-            c.outputs, c.execution_count = outputs[c.source]
-    old.cells = cells
-    nbformat.write(old, path)
-    print("rewrote prose of", path)
-
-
 if __name__ == "__main__":
-    chosen = [a for a in sys.argv[1:] if not a.startswith("--")] or ["02", "03"]
-    for name, cells in (("02_threads_warps.ipynb", NB02), ("03_occupancy.ipynb", NB03)):
-        if name[:2] not in chosen:
-            continue
-        if "--keep-outputs" in sys.argv:
-            _keep_outputs(name, cells)
-        else:
-            write(name, cells)
+    build({"02_threads_warps.ipynb": NB02, "03_occupancy.ipynb": NB03})

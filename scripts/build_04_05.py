@@ -1,16 +1,13 @@
 """Write notebooks/04 and 05 from the cell lists below (outputs come from executing them on a GPU).
 
     python scripts/build_04_05.py                 # rewrites the .ipynb files, without outputs
-    python scripts/build_04_05.py --keep-outputs  # same, but keeps the outputs of code cells whose
-                                                  # source did not change (for prose-only edits)
+    python scripts/build_04_05.py --keep-outputs  # prose-only edit: keeps every code cell's outputs,
+                                                  # refuses if a code cell changed (see nbbuild.py)
 
 Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are analytic: nbval compares their
 output with the committed one in every mode.
 """
-import sys
-
-import nbformat
-from nbbuild import NOTEBOOKS, code, md, write
+from nbbuild import build, code, md
 
 NB04 = [
     md("""
@@ -434,25 +431,5 @@ print(check_transpose_fix(MY_TRANSPOSE.replace("(r) * PITCH + (c)", "(r) * PITCH
 ]
 
 
-def keep_outputs(name, cells):
-    """Copy outputs from the current notebook into cells whose source is unchanged; return its widget state."""
-    path = NOTEBOOKS / name
-    if not path.exists():
-        return None
-    old = nbformat.read(path, as_version=4)
-    done = {c.source: c for c in old.cells if c.cell_type == "code"}
-    for c in cells:
-        if c.cell_type == "code" and c.source in done:
-            c.outputs = done[c.source].outputs
-            c.execution_count = done[c.source].execution_count
-    return old.metadata.get("widgets")
-
-
 if __name__ == "__main__":
-    for name, cells in (("04_coalescing.ipynb", NB04), ("05_shared_memory.ipynb", NB05)):
-        widgets = keep_outputs(name, cells) if "--keep-outputs" in sys.argv else None
-        write(name, cells)
-        if widgets:
-            nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-            nb.metadata["widgets"] = widgets
-            nbformat.write(nb, NOTEBOOKS / name)
+    build({"04_coalescing.ipynb": NB04, "05_shared_memory.ipynb": NB05})

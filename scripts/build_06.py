@@ -5,7 +5,7 @@
 Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are analytic: nbval compares their
 output with the committed one in every mode.
 """
-from nbbuild import code, md, write
+from nbbuild import build, code, md
 
 NB06 = [
     md("""
@@ -223,4 +223,4 @@ A 128×128 tile is the smallest square tile that reaches 64 FLOP/byte in bf16; a
 ]
 
 if __name__ == "__main__":
-    write("06_gemm_ladder.ipynb", NB06)
+    build({"06_gemm_ladder.ipynb": NB06})

@@ -1,4 +1,12 @@
-"""Tiny helpers shared by the notebook builder scripts (scripts/build_*.py)."""
+"""Tiny helpers shared by the notebook builder scripts (scripts/build_*.py).
+
+Every builder ends with ``build({...})``, which understands two command-line forms:
+
+    python scripts/build_NN.py [NN ...]                 # rewrite the notebooks, without outputs
+    python scripts/build_NN.py --keep-outputs [NN ...]  # prose-only edit: keep each code cell's outputs
+                                                        # (and the widget state); refuse if code changed
+"""
+import sys
 from pathlib import Path
 
 import nbformat
@@ -23,3 +31,33 @@ def write(name, cells):
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     print("wrote", path)
+
+
+def rewrite_prose(name, cells):
+    """Rebuild ``name`` from ``cells`` keeping the outputs of its code cells, which must be unchanged:
+    committed outputs come from a live GPU run, so a changed code cell means running it again there."""
+    path = NOTEBOOKS / name
+    old = nbformat.read(path, as_version=4)
+    outputs = {c.source: (c.get("outputs", []), c.get("execution_count")) for c in old.cells if c.cell_type == "code"}
+    missing = [c.source.splitlines()[0] for c in cells if c.cell_type == "code" and c.source not in outputs]
+    if missing:
+        raise SystemExit(f"{name}: code cells changed, run them on a GPU again: {missing}")
+    for c in cells:
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = outputs[c.source]
+    old.cells = cells
+    nbformat.write(old, path)
+    print("rewrote prose of", path)
+
+
+def build(notebooks: dict, argv=None):
+    """Write each ``{file name: cells}``; the file names' two-digit prefixes select a subset."""
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = [a for a in argv if not a.startswith("--")]
+    for name, cells in notebooks.items():
+        if chosen and name[:2] not in chosen:
+            continue
+        if "--keep-outputs" in argv:
+            rewrite_prose(name, cells)
+        else:
+            write(name, cells)
