@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 MIN_SAMPLES = 20
 
@@ -87,6 +87,37 @@ def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repe
         stop.synchronize()
         out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / repeat)
     return Timing(tuple(out))
+
+
+def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30, warmup: int = 3,
+                          hold: Callable[[], object] | None = None) -> list[Timing]:
+    """Time several functions call by call in turn (A, B, C, A, B, C, ...), one Timing each.
+
+    For ratios between them: a GPU at its power cap moves its clock with temperature, and
+    timing one function's samples after another's would credit the first with a cooler chip.
+    ``hold``, if given, enqueues GPU work (a short spin) before each start event, so that the
+    timed call is already queued when the event runs: host launch time stays out of the sample.
+    """
+    if samples < MIN_SAMPLES:
+        raise ValueError(f"at least {MIN_SAMPLES} samples are needed for a median and spread, got {samples}")
+    import cupy
+
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    cupy.cuda.get_current_stream().synchronize()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(samples):
+        for fn, times in zip(fns, out):
+            if hold:
+                hold()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3)
+    return [Timing(tuple(times)) for times in out]
 
 
 def host_timed(fn: Callable[[], object], samples: int = 30, synchronize: bool = False) -> Timing:

@@ -144,29 +144,33 @@ The last rung's inner loop is, per k, 6 float4 shared-memory loads feeding 128 F
 
 fp32 FFMAs top out at the datasheet's fp32 peak. The tensor cores do a small matrix product per instruction: `mma.sync.aligned.m16n8k16` has one warp multiply a 16×16 bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 accumulator, 4,096 FLOPs in one instruction. The kernel keeps the structure of the fp32 ladder's last rungs, with tensor-core parts:
 
-* **`cp.async`** copies 16-byte chunks from global to shared memory without passing through registers, into three stages: while tile t is multiplied, tiles t+1 and t+2 are on their way, and tile t's stage is refilled with tile t+3 as soon as every warp has read it. Each thread's chunks sit at fixed strides in both memories, so their addresses are worked out once, before the loop (an earlier version that recomputed them for every chunk and tile spent more instructions on addresses than on MMAs);
+* **three stages** of shared tiles: while tile t is multiplied, tiles t+1 and t+2 are on their way, and tile t's stage is refilled with tile t+3 as soon as every warp has read it. Two copy engines can fill them:
+  * **`cp.async`** (compute capability 8.0+): every thread copies 16-byte chunks from global to shared memory without passing them through its registers. Each thread's chunks sit at fixed strides in both memories, so their addresses are worked out once, before the loop;
+  * **the TMA** (9.0+, Hopper's tensor memory accelerator): one thread asks for a whole tile, described by a *tensor map* the host encodes once (`lab_gemm.tensor_maps`); the hardware generates the addresses, writes the tile swizzled and zero-fills what lies outside the matrix, and an **mbarrier** counts the bytes in. The other 127 threads issue no copy instructions at all;
 * **`ldmatrix`** has a warp load four 8×8 bf16 matrices from shared memory straight into the fragment layout `mma.sync` wants (`.trans` for B, which is row-major [k][n] but must arrive as the MMA's column operand);
-* **swizzled shared memory**: each 16-byte chunk is stored at its column XOR a few bits of its row, so the eight rows one `ldmatrix` phase reads land in eight different bank groups, with no padding bytes;
-* **one barrier per tile, one k16 step early**: the block synchronises before a tile's last 16-deep step, when every warp already holds that step's fragments; right after it, the next tile's first fragments are read into a second set of registers while the last MMAs of this tile run, so a warp does not begin a tile by waiting for `ldmatrix`;
+* **swizzled shared memory**: each 16-byte chunk of a 128-byte row is stored at its column XOR the row's low three bits, so the eight rows one `ldmatrix` phase reads land in eight different bank groups, with no padding bytes. This is exactly the TMA's 128-byte swizzle, so both engines fill the same layout;
+* **fragments read ahead, one barrier per tile**: the A fragment of the next row of MMAs and the B fragments of the next 16-deep step are read while the current MMAs run (two small register sets each), so a warp rarely waits for `ldmatrix`; the block synchronises once per tile, right after its last read of the tile, and the refill starts there. With the TMA, each thread first executes `fence.proxy.async`: `ldmatrix` and the TMA reach shared memory through different *proxies*, and without the fence the refill can overwrite the slot under a read still in flight (while this kernel was written, runs without it sometimes gave wrong outputs at 4096 and 8192);
 * a **64×64 warp tile** (128 fp32 accumulators per thread) and a 128×128×64 block tile: 32 FLOP per byte read from shared memory per warp, 64 per byte from HBM.
 
-NVRTC has no `cuda_bf16.h` here, so the kernel handles bf16 as raw 16-bit patterns and says everything in inline PTX. Its body is a template compiled twice: when K and N are multiples of 8 (rows 16-byte aligned) tiles are copied with `cp.async` alone and the pipelined loop runs; otherwise chunks may be copied element by element and a plain loop (barrier at the top of each tile, one fragment set) keeps the registers within 255. It is compiled for every architecture the course supports; below compute capability 8.0 (no bf16 `mma.sync`) its body is compiled out and traps, and the Python side refuses to launch it with a message.
+NVRTC has no `cuda_bf16.h` here, so the kernel handles bf16 as raw 16-bit patterns and says everything in inline PTX. Its body is a template compiled three ways: when K and N are multiples of 8 (rows 16-byte aligned) the pipelined loop runs, fed by `cp.async` or, if the host passed tensor maps, by the TMA; otherwise chunks may be copied element by element and a plain loop (barrier at the top of each tile) is used. It is compiled for every architecture the course supports; below compute capability 8.0 (no bf16 `mma.sync`) its body is compiled out and traps, and the Python side refuses to launch it with a message.
 """),
     code("""
 print(lab_gemm.step_source("bf16_gemm_mma"))
 """),
     md("""
-Measured beside cuBLAS bf16 (`torch.mm` on bf16 tensors) in the same run. The check is against cuBLAS's own bf16 output: both accumulate in fp32 and round once to bf16, so they may differ by a bf16 rounding step of an output; both are also compared with a float64 product of the same bf16 inputs.
+Measured beside cuBLAS bf16 (`torch.mm` on bf16 tensors) in the same run, once per copy engine the GPU has. The three are timed call by call in turn: at its power cap the GPU moves its clock with temperature, and timing all of one kernel's samples before the other's would favour whichever ran on the cooler chip. The check is against cuBLAS's own bf16 output: both accumulate in fp32 and round once to bf16, so they may differ by a bf16 rounding step of an output; both are also compared with a float64 product of the same bf16 inputs.
 """),
     code("""
 bf16 = experiments.run("gemm.bf16_mma")
-Table(lab_gemm.bf16_rows(bf16), f"bf16 GEMM n×n×n: mma.sync kernel vs cuBLAS bf16, same run ({bf16.provenance})")
+Table(lab_gemm.bf16_rows(bf16), f"bf16 GEMM n×n×n: mma.sync kernel per copy engine vs cuBLAS bf16, same run ({bf16.provenance})")
 """),
     code("""
 for r in lab_gemm.bf16_rows(bf16):
-    target = ("course target (>= 50% at 4096 and 8192) " + ("met" if r["% of cuBLAS"] >= 50 else "missed")
-              if r["n"] in (4096, 8192) else "")
-    print(f"n={r['n']}: {r['mma.sync TFLOP/s']:.0f} TFLOP/s, {r['% of cuBLAS']:.1f}% of cuBLAS bf16 {target}")
+    for engine in lab_gemm.COPY_ENGINES:
+        if f"{engine} TFLOP/s" in r:
+            pct = r[f"{engine} % of cuBLAS"]
+            target = f"(course target >= 50%: {'met' if pct >= 50 else 'missed'})" if r["n"] in (4096, 8192) else ""
+            print(f"n={r['n']}, {engine:8s}: {r[f'{engine} TFLOP/s']:.0f} TFLOP/s, {pct:.1f}% of cuBLAS bf16 {target}")
 peak_bf16 = hardware.spec(bf16.gpu).peak("bf16")
 print(f"datasheet dense bf16 peak: {peak_bf16 / 1e12:.0f} TFLOP/s; cuBLAS reaches "
       f"{100 * max(r['cuBLAS TFLOP/s'] for r in lab_gemm.bf16_rows(bf16)) * 1e12 / peak_bf16:.0f}% of it")
@@ -178,7 +182,7 @@ On an H100 or H200 the datasheet's dense bf16 peak belongs to **`wgmma`**, Hoppe
 
 * **Who issues and waits.** `mma.sync` is synchronous per warp: each warp issues its own small MMAs, and its registers are tied up until each one completes. `wgmma.mma_async` is issued by a *warpgroup* (4 warps) for a much larger tile (up to 64×256×16) and runs asynchronously: the warps go on issuing while it works, and wait only when they need the result.
 * **Where the operands come from.** With `mma.sync` every operand passes through registers: every byte of A and B is read from shared memory by `ldmatrix` first, which costs issue slots and shared-memory bandwidth per MMA. `wgmma` reads A and B directly from shared memory through matrix descriptors: no `ldmatrix`, no fragment registers.
-* **How the data arrives.** The fastest Hopper GEMMs feed shared memory with the **TMA** (one thread launches a whole tile copy, address generation in hardware) and split the block into producer and consumer warps (warp specialisation), so loading, waiting and computing overlap without the per-stage barrier this kernel still pays.
+* **How the data arrives.** The table shows what the copies cost: the same MMAs fed by the TMA instead of 2,048 `cp.async` instructions per tile run measurably faster, because the copy instructions and their address arithmetic no longer compete with `ldmatrix` and `mma.sync` for issue slots and the load/store pipeline. The fastest Hopper GEMMs go further and split the block into producer and consumer warps (warp specialisation), so loading, waiting and computing overlap without the per-tile barrier this kernel still pays.
 
 The per-thread accumulators also cap this kernel: 128 fp32 registers per thread for a 64×64 warp tile, over 250 registers in all, so only two blocks of 4 warps fit on an SM. A later notebook builds the TMA + `wgmma` + warp-specialised kernel.
 
@@ -216,7 +220,7 @@ A 128×128 tile is the smallest square tile that reaches 64 FLOP/byte in bf16; a
 
 * Tiling is the same trade at every level: a bigger tile reuses each loaded byte more (2·B_M·B_N/(b·(B_M+B_N)) against HBM, 2·T_M·T_N/(b·(T_M+T_N)) against shared memory) and costs shared memory, registers and resident blocks. The calculator makes the cost visible before any code is written.
 * The fp32 ladder climbs from coalescing, to shared-memory tiles, to register tiles, to conflict-free warp layouts and double buffering; its last rungs run at low occupancy on purpose, because the registers buy reuse and independent FMAs.
-* Tensor cores change the unit of work to a warp-wide matrix product; `cp.async`, `ldmatrix` and a swizzled layout keep them fed. On Hopper, `mma.sync` leaves much of the peak on the table; `wgmma` and the TMA take it.
+* Tensor cores change the unit of work to a warp-wide matrix product; `cp.async` (or the TMA), `ldmatrix` and a swizzled layout keep them fed. On Hopper, `mma.sync` leaves much of the peak on the table; `wgmma` takes it.
 
 **Next:** [07 · Waves and tile quantization](07_waves.ipynb) counts what these tiles cost at the edges of a matrix and in the last wave of blocks.
 """),

@@ -31,8 +31,9 @@ def test_fp32_kernels_match_float64(kernel, shape):
 BF16_SHAPES = SHAPES + [(264, 200, 136), (384, 256, 1000), (2048, 2048, 2048)]
 
 
+@pytest.mark.parametrize("copies", ["cp.async", "auto"])
 @pytest.mark.parametrize("shape", BF16_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_bf16_mma_matches_float64_and_cublas(shape):
+def test_bf16_mma_matches_float64_and_cublas(shape, copies):
     import cupy
     import torch
 
@@ -42,7 +43,7 @@ def test_bf16_mma_matches_float64_and_cublas(shape):
     a = lab_gemm.to_bf16_bits(lab_gemm._random((m, k), 13))
     b = lab_gemm.to_bf16_bits(lab_gemm._random((k, n), 14))
     c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
-    lab_gemm.run_bf16(a, b, c)
+    lab_gemm.run_bf16(a, b, c, copies=copies)
     got = lab_gemm.bf16_bits_to_float32(c)
     exact = lab_gemm.bf16_bits_to_float32(a).astype(cupy.float64) @ lab_gemm.bf16_bits_to_float32(b).astype(cupy.float64)
     scale = float(cupy.abs(exact).max())

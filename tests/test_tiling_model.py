@@ -156,7 +156,7 @@ def test_launch_geometry_follows_the_macro_defaults():
     assert grid == (-(-333 // d["WB_BN"]), -(-1000 // d["WB_BM"]))
     grid, block, smem = lab_gemm.bf16_geometry(4096, 4096)
     t = lab_gemm.macro_defaults("gemm_bf16")
-    assert smem == t["TC_STAGES"] * (t["TC_BM"] * t["TC_BK"] + t["TC_BK"] * t["TC_BN"]) * 2
+    assert smem == t["TC_STAGES"] * (t["TC_BM"] * t["TC_BK"] + t["TC_BK"] * t["TC_BN"]) * 2 + lab_gemm.BF16_SMEM_EXTRA
     assert grid == ((4096 // t["TC_BM"]) * (4096 // t["TC_BN"]),)
 
 
@@ -216,9 +216,27 @@ def test_recorded_bf16_and_edges_are_complete():
 
     bf16 = experiments.replay("gemm.bf16_mma", experiments.resolve_params("gemm.bf16_mma"))
     assert {c.params["sizes"] for c in bf16.cases} >= {4096, 8192}
-    assert len(lab_gemm.bf16_rows(bf16)) == len({c.params["sizes"] for c in bf16.cases})
+    rows = lab_gemm.bf16_rows(bf16)
+    assert len(rows) == len({c.params["sizes"] for c in bf16.cases})
+    for r in rows:   # the H200 has both copy engines; each was measured at every size
+        assert {"cp.async TFLOP/s", "tma TFLOP/s"} <= set(r)
     edges = experiments.replay("gemm.edges", experiments.resolve_params("gemm.edges"))
     covered = {(c.params["kernel"], tuple(c.params["shapes"])) for c in edges.cases}
-    for kernel in [*lab_gemm.LADDER_KERNELS, "bf16_gemm_mma"]:
+    for kernel in [*lab_gemm.LADDER_KERNELS, "bf16_gemm_mma (cp.async)"]:
         for shape in lab_gemm.EDGE_SHAPES:
             assert (kernel, tuple(shape)) in covered
+    for m, n, k in lab_gemm.EDGE_SHAPES:   # the TMA path runs where rows are 16-byte aligned
+        assert (("bf16_gemm_mma (tma)", (m, n, k)) in covered) == (k % 8 == 0 and n % 8 == 0)
+
+
+def test_copy_engine_picks_the_tma_only_where_it_can_run():
+    assert lab_gemm.copy_engine("auto", "9.0", 4096, 4096) == "tma"
+    assert lab_gemm.copy_engine("auto", "10.0", 64, 64) == "tma"
+    assert lab_gemm.copy_engine("auto", "8.0", 4096, 4096) == "cp.async"
+    assert lab_gemm.copy_engine("auto", "9.0", 77, 4096) == "cp.async"      # rows not 16-byte aligned
+    assert lab_gemm.copy_engine("auto", "9.0", 4096, 4096, {"TC_BK": 32}) == "cp.async"
+    assert lab_gemm.copy_engine("cp.async", "9.0", 4096, 4096) == "cp.async"
+    with pytest.raises(RuntimeError, match="compute capability 9.0"):
+        lab_gemm.copy_engine("tma", "8.6", 4096, 4096)
+    with pytest.raises(ValueError, match="copies must be"):
+        lab_gemm.copy_engine("bulk", "9.0", 4096, 4096)

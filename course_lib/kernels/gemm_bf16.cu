@@ -4,8 +4,6 @@
 // C[M,N] = A[M,K] · B[K,N], all row-major bf16 (raw 16-bit patterns: NVRTC
 // has no cuda_bf16.h here), products accumulated in fp32 registers, C rounded
 // to bf16 once at the end. The pieces, each one PTX instruction:
-//   cp.async.cg.shared.global   16-byte global -> shared copies that bypass the
-//                               registers, up to STAGES tiles ahead;
 //   ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16
 //                               a warp loads four 8x8 bf16 matrices from shared
 //                               memory straight into the mma fragment layout
@@ -13,19 +11,25 @@
 //                               the column fragment the mma wants);
 //   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 //                               one warp: a 16x8 fp32 tile += 16x16 · 16x8.
-// Shared tiles are XOR-swizzled in 16-byte chunks so that the eight rows an
-// ldmatrix phase reads fall in eight different bank groups (no padding).
+// Tiles reach shared memory, up to STAGES ahead, by one of two copy engines:
+//   cp.async.cg.shared.global   (sm_80+) every thread copies 16-byte chunks that
+//                               bypass its registers; a barrier says they landed;
+//   cp.async.bulk.tensor.2d     (sm_90+, when the host passes tensor maps) one
+//                               thread asks the TMA for a whole tile; an mbarrier
+//                               counts the bytes in. The other threads issue no
+//                               copy instructions and compute no addresses.
+// Shared tiles are XOR-swizzled in 16-byte chunks within 128-byte rows (chunk c
+// of row r sits at c ^ (r % 8)), so that the eight rows an ldmatrix phase reads
+// fall in eight different bank groups. That is the TMA's 128-byte swizzle, so
+// both engines fill the same layout: A as [BM][64], B as BN/64 blocks of [BK][64].
 //
 // Tile parameters are macros (TC_BM, TC_BN, TC_BK, TC_WM, TC_WN, TC_STAGES,
 // TC_GROUP_M): pass -D options to try others. The defaults (128x128x64, 3
 // stages, 64x64 per warp, two blocks per SM) were the fastest of the tiles timed
 // on an H200 while writing the course: block tiles 128 or 256 wide (the 256-wide
-// ones leave room for one block per SM, and lost), BK 32 or 64, 3 to 6 stages,
-// 64x32 to 64x64 warp tiles. Two changes to the code paid: copy addresses worked
-// out once per thread (recomputed per chunk and tile they had cost more
-// instructions than the MMAs), and the pipelined main loop of gemm_body (one
-// barrier per tile, with the next tile's first fragments read across it).
-// Spreading a tile's copies between the MMAs of a step was slower.
+// ones leave room for one block per SM, and were no faster), BK 32 or 64, 3 to 6
+// stages, 64x32 to 64x64 warp tiles (the smaller ones fit more warps but read
+// more shared memory per MMA, and lost).
 // Needs compute capability 8.0+ (bf16 mma); on older GPUs the kernel body is
 // compiled out and traps.
 
@@ -54,7 +58,8 @@
 #define TC_MINB 1
 #endif
 #define TC_THREADS ((TC_BM / TC_WM) * (TC_BN / TC_WN) * 32)
-#define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2)
+// The tiles, plus room to align them to 1024 bytes (the TMA swizzle's period) and the mbarriers.
+#define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2 + 1024 + 64)
 
 typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
 typedef unsigned int u32;
@@ -78,6 +83,27 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N));
 }
+
+// The TMA path's pieces (sm_90+): an mbarrier per stage that completes when its tile's bytes
+// have arrived, and a 2-D tile copy described by a tensor map the host encoded.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void mbar_init(u32 bar, u32 arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_bytes(u32 bar, u32 bytes) {   // arrive, and wait for bytes
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    u32 done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void tma_tile(u32 dst, const void* tensor_map, int col, int row, u32 bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(tensor_map), "r"(col), "r"(row), "r"(bar) : "memory");
+}
+#endif
 
 __device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -120,28 +146,33 @@ __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __rest
     }
 }
 
-// The kernel body, compiled twice. ALIGNED (K and N multiples of 8, the usual case): every
-// 16-byte chunk lies wholly inside or wholly outside its matrix, tiles are copied with cp.async
-// alone, and the main loop is pipelined. Otherwise rows are not 16-byte aligned, chunks may be
-// copied element by element, and the plain loop is used: the pipelined one holds a second set of
-// fragment registers, which next to the element-wise copies would not fit in 255 without spills.
-template <bool ALIGNED>
+// The kernel body, compiled three ways. ALIGNED (K and N multiples of 8, the usual case): every
+// 16-byte chunk lies wholly inside or wholly outside its matrix and the main loop is pipelined;
+// its tiles come by cp.async, or by the TMA when TMA is set. Otherwise rows are not 16-byte
+// aligned, chunks may be copied element by element, and a plain loop is used.
+template <bool ALIGNED, bool TMA>
 __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
-                                          bf16_raw* __restrict__ C, int M, int N, int K) {
+                                          bf16_raw* __restrict__ C, int M, int N, int K,
+                                          const unsigned long long* __restrict__ tensor_maps) {
     constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
     constexpr int NT = TC_THREADS;
     constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
     constexpr int CA = BK / 8, CB = BN / 8;            // 16-byte chunks per row of the A and B tiles
     constexpr int RA = 8 / CA > 0 ? 8 / CA : 1;        // A rows per 128-byte line (swizzle period)
     constexpr int A_CHUNKS = BM * CA / NT, B_CHUNKS = BK * CB / NT;
-    constexpr int KK = BK / 16;                        // k16 steps per tile (even: see the main loop)
-    static_assert(BK % 32 == 0 && CA <= 8 && CB >= 8 && WN % 16 == 0 && WM % 16 == 0, "bad tile");
+    constexpr int KK = BK / 16;                        // k16 steps per tile
+    static_assert(BK % 32 == 0 && CA <= 8 && BN % 64 == 0 && WN % 16 == 0 && WM % 16 == 0, "bad tile");
+    static_assert(MT % 2 == 0 && MT >= 4 && KK % 2 == 0, "the main loop alternates two fragment sets");
     static_assert(A_CHUNKS * NT == BM * CA && B_CHUNKS * NT == BK * CB, "loads do not cover the tile");
     static_assert(NT % CA == 0 && NT % CB == 0, "a thread's chunks must share one chunk column");
     static_assert(A_CHUNKS <= 32, "the row mask has 32 bits");
     extern __shared__ __align__(128) unsigned char smem[];
-    bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem);                 // [S][BM][BK], swizzled
-    bf16_raw* sB = sA + S * BM * BK;                                   // [S][BK][BN], swizzled
+    // [S][BM][BK] A tiles, then [S][BN/64][BK][64] B tiles, both swizzled; then S mbarriers (TMA).
+    const u32 s_base = (smem_addr(smem) + 1023u) & ~1023u;
+    const u32 sA0 = s_base, sB0 = s_base + S * BM * BK * 2;
+    [[maybe_unused]] const u32 bars = sB0 + S * BK * BN * 2;
+    bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem + (s_base - smem_addr(smem)));
+    bf16_raw* sB = sA + S * BM * BK;
 
     // Rasterise in groups of TC_GROUP_M block rows, so that concurrently running
     // blocks share B columns (and A rows) in L2 instead of each streaming its own.
@@ -156,14 +187,12 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
 
-    // Each thread copies A_CHUNKS chunks of the A tile (one chunk column, rows a_r0 + i*A_STEP) and
-    // B_CHUNKS of the B tile (rows b_r0 + i*B_STEP). Chunk c of row r of an A tile is stored at chunk
-    // c ^ ((r / RA) % CA), of a B tile at c ^ (r % 8); the steps keep that term the same for all of a
-    // thread's chunks, so in shared memory chunk i sits a constant stride after the first, and in
-    // global memory too. The addresses are therefore worked out once, here, and which rows and
-    // columns exist never changes along K: a copy inside the matrix costs an address add and the
-    // cp.async (worked out per chunk and tile, the address arithmetic cost more instructions than
-    // the MMAs).
+    // cp.async: each thread copies A_CHUNKS chunks of the A tile (one chunk column, rows
+    // a_r0 + i*A_STEP) and B_CHUNKS of the B tile (rows b_r0 + i*B_STEP). Chunk c of row r of an
+    // A tile is stored at chunk c ^ ((r / RA) % CA), of a B block at (c % 8) ^ (r % 8); the steps
+    // keep that term the same for all of a thread's chunks, so in shared memory chunk i sits a
+    // constant stride after the first, and in global memory too. The addresses are therefore
+    // worked out once, here, and which rows and columns exist never changes along K.
     constexpr int A_STEP = NT / CA, B_STEP = NT / CB;
     const int a_r0 = tid / CA, a_c = tid % CA, b_r0 = tid / CB, b_c = tid % CB;
     const bf16_raw* a_src = A + (size_t)(bm + a_r0) * K + a_c * 8;    // chunk i of tile k0: + k0 + i * a_stride
@@ -174,9 +203,8 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
     for (int i = 0; i < A_CHUNKS; ++i) a_rows_ok |= (bm + a_r0 + i * A_STEP < M ? 1u : 0u) << i;
     const bool b_col_ok = bn + b_c * 8 < N;
-    const u32 sA0 = smem_addr(sA), sB0 = smem_addr(sB);
     const u32 a_dst0 = (a_r0 * BK + ((a_c ^ ((a_r0 / RA) % CA)) * 8)) * 2;
-    const u32 b_dst0 = (b_r0 * BN + ((b_c ^ (b_r0 % 8)) * 8)) * 2;
+    const u32 b_dst0 = (b_c / 8) * BK * 128 + b_r0 * 128 + (((b_c % 8) ^ (b_r0 % 8)) * 16);
     static_assert(B_STEP % 8 == 0, "B chunks of one thread must share their swizzle");
     static_assert((A_STEP / RA) % CA == 0 && A_STEP % RA == 0, "A chunks of one thread must share their swizzle");
     const bool interior = bm + BM <= M && bn + BN <= N;              // the block's C tile is all inside C
@@ -189,7 +217,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
                 for (int i = 0; i < A_CHUNKS; ++i) cp_async16_full(a_stage + a_dst0 + i * A_STEP * BK * 2, a_p + i * a_stride);
 #pragma unroll
-                for (int i = 0; i < B_CHUNKS; ++i) cp_async16_full(b_stage + b_dst0 + i * B_STEP * BN * 2, b_p + i * b_stride);
+                for (int i = 0; i < B_CHUNKS; ++i) cp_async16_full(b_stage + b_dst0 + i * B_STEP * 128, b_p + i * b_stride);
             } else {                          // chunks outside the matrix are zero-filled (source size 0)
                 const bool a_k_ok = k0 + a_c * 8 < K;
 #pragma unroll
@@ -200,7 +228,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
                 for (int i = 0; i < B_CHUNKS; ++i) {
                     bool ok = b_col_ok && k0 + b_r0 + i * B_STEP < K;
-                    cp_async16(b_stage + b_dst0 + i * B_STEP * BN * 2, ok ? b_p + i * b_stride : B, ok ? 16 : 0);
+                    cp_async16(b_stage + b_dst0 + i * B_STEP * 128, ok ? b_p + i * b_stride : B, ok ? 16 : 0);
                 }
             }
         } else {
@@ -212,7 +240,8 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
             for (int i = 0; i < B_CHUNKS; ++i) {
                 int r = b_r0 + i * B_STEP;
-                load_chunk(sB + stage * BK * BN + r * BN + ((b_c ^ (r % 8)) * 8), B, k0 + r, bn + b_c * 8, K, N);
+                load_chunk(sB + stage * BK * BN + (b_c / 8) * BK * 64 + r * 64 + (((b_c % 8) ^ (r % 8)) * 8), B, k0 + r,
+                           bn + b_c * 8, K, N);
             }
         }
     };
@@ -233,60 +262,109 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     const int a_sw = (lrow / RA) % CA;
     u32 b_lane[NT8 / 2];
 #pragma unroll
-    for (int j = 0; j < NT8; j += 2) b_lane[j / 2] = lrow * BN * 2 + ((((wn0 + j * 8) / 8 + lhalf) ^ (lane % 8)) * 16);
-    auto load_frags = [&](u32 (&af)[MT][4], u32 (&bfr)[NT8][2], int stage, int kk) {
+    for (int j = 0; j < NT8; j += 2) {
+        const int c = (wn0 + j * 8) / 8 + lhalf;      // 16-byte chunk of the B tile's row
+        b_lane[j / 2] = (c / 8) * BK * 128 + lrow * 128 + (((c % 8) ^ (lane % 8)) * 16);
+    }
+    auto load_a = [&](u32 (&a)[4], int stage, int kk, int i) {   // A fragment of mma row i, step kk
         const u32 a_base = sA0 + stage * BM * BK * 2 + a_lane + (((kk * 2 + lhalf) ^ a_sw) * 16);
-        const u32 b_base = sB0 + stage * BK * BN * 2 + kk * 16 * BN * 2;
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-            ldmatrix_x4(a_base + i * 16 * BK * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+        ldmatrix_x4(a_base + i * 16 * BK * 2, a[0], a[1], a[2], a[3]);
+    };
+    auto load_b = [&](u32 (&b)[NT8][2], int stage, int kk) {     // all B fragments of step kk
+        const u32 b_base = sB0 + stage * BK * BN * 2 + kk * 16 * 128;
 #pragma unroll
         for (int j = 0; j < NT8; j += 2)
-            ldmatrix_x4_trans(b_base + b_lane[j / 2], bfr[j][0], bfr[j][1], bfr[j + 1][0], bfr[j + 1][1]);
+            ldmatrix_x4_trans(b_base + b_lane[j / 2], b[j][0], b[j][1], b[j + 1][0], b[j + 1][1]);
     };
-
-    auto mma_all = [&](const u32 (&af)[MT][4], const u32 (&bfr)[NT8][2]) {
+    auto mma_row = [&](int i, const u32 (&a)[4], const u32 (&b)[NT8][2]) {
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT8; ++j) mma_bf16(acc[i][j], af[i], bfr[j][0], bfr[j][1]);
+        for (int j = 0; j < NT8; ++j) mma_bf16(acc[i][j], a, b[j][0], b[j][1]);
     };
 
     const int tiles = (K + BK - 1) / BK;
     if (ALIGNED) {
-        // Pipelined. Tiles 0..S-1 fill all S slots up front. In tile t the one barrier sits before
-        // the last k16 step: by then every warp holds tile t's last fragments in registers, so right
-        // after it slot t % S is refilled with tile t + S, and the first fragments of tile t + 1 are
-        // read while tile t's last MMAs run. Two fragment sets: those of step kk + 1 are read before
-        // step kk's MMAs are issued (with KK even, every tile starts in set 0).
+        // Pipelined: all S slots are filled up front; the copy of tile t + S into tile t's slot
+        // starts while tile t's last MMAs run. Fragments are read one step ahead of their MMAs:
+        // A one mma row ahead (two 4-register sets), B one k16 step ahead (two sets). In tile t
+        // the one barrier sits after the last read of tile t, before its last two rows of MMAs.
+#if __CUDA_ARCH__ >= 900
+        const void* map_a = tensor_maps;
+        const void* map_b = tensor_maps + 16;
+        auto tma_fill = [&](int slot, int tile) {     // one thread: tile `tile` into `slot`
+            const u32 bar = bars + slot * 8;
+            mbar_expect_bytes(bar, (BM * BK + BK * BN) * 2);
+            tma_tile(sA0 + slot * BM * BK * 2, map_a, tile * BK, bm, bar);
 #pragma unroll
-        for (int s = 0; s < S; ++s) {
-            if (s < tiles) load_tile(s, s * BK);
-            cp_async_commit();                      // empty groups keep the count uniform
+            for (int h = 0; h < BN / 64; ++h) tma_tile(sB0 + slot * BK * BN * 2 + h * BK * 128, map_b, bn + h * 64, tile * BK, bar);
+        };
+#endif
+        if (TMA) {
+#if __CUDA_ARCH__ >= 900
+            static_assert(!TMA || BK == 64, "TMA tiles have 128-byte rows");
+            if (tid == 0) {
+                // The maps were written by a host copy: order that before the TMA reads them.
+                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(map_a) : "memory");
+                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(map_b) : "memory");
+#pragma unroll
+                for (int s = 0; s < S; ++s) mbar_init(bars + s * 8, 1);
+                asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            }
+            __syncthreads();
+            if (tid == 0) {
+#pragma unroll
+                for (int s = 0; s < S; ++s)
+                    if (s < tiles) tma_fill(s, s);
+            }
+            mbar_wait(bars, 0);
+#endif
+        } else {
+#pragma unroll
+            for (int s = 0; s < S; ++s) {
+                if (s < tiles) load_tile(s, s * BK);
+                cp_async_commit();                  // empty groups keep the count uniform
+            }
+            cp_async_wait<S - 1>();                 // tile 0 has landed (this thread's copies)...
+            __syncthreads();                        // ...everyone's have
         }
-        cp_async_wait<S - 1>();                     // tile 0 has landed (this thread's copies)...
-        __syncthreads();                            // ...everyone's have
-        u32 af[2][MT][4], bfr[2][NT8][2];
-        load_frags(af[0], bfr[0], 0, 0);
+        u32 af[2][4], bfr[2][NT8][2];
+        load_b(bfr[0], 0, 0);
+        load_a(af[0], 0, 0, 0);
         int slot = 0;
         for (int t = 0; t < tiles; ++t) {
+            const int next_slot = slot + 1 == S ? 0 : slot + 1;
 #pragma unroll
             for (int kk = 0; kk < KK; ++kk) {
-                if (kk < KK - 1) {
-                    load_frags(af[(kk + 1) & 1], bfr[(kk + 1) & 1], slot, kk + 1);
-                } else {
-                    const int next_slot = slot + 1 == S ? 0 : slot + 1;
-                    if (t + 1 < tiles) load_frags(af[(kk + 1) & 1], bfr[(kk + 1) & 1], next_slot, 0);
-                    if (t + S < tiles) load_tile(slot, (t + S) * BK);
-                    cp_async_commit();
-                }
-                mma_all(af[kk & 1], bfr[kk & 1]);
-                if (kk == KK - 2) {
-                    cp_async_wait<S - 2>();   // tile t + 1 has landed (this thread's copies)...
-                    __syncthreads();          // ...everyone's have, and everyone has read all of tile t
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    if (i + 1 < MT) load_a(af[(i + 1) & 1], slot, kk, i + 1);
+                    if (kk < KK - 1) {
+                        if (i == 1) load_b(bfr[(kk + 1) & 1], slot, kk + 1);
+                        if (i == MT - 1) load_a(af[0], slot, kk + 1, 0);
+                    } else {
+                        if (i == MT - 2) {   // this thread has read all of tile t
+                            if (TMA) {
+#if __CUDA_ARCH__ >= 900
+                                // ldmatrix reads and TMA writes go through different proxies: without
+                                // this fence the refill may overwrite the slot under a pending read.
+                                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                                __syncthreads();   // everyone has: the slot is free
+                                if (tid == 0 && t + S < tiles) tma_fill(slot, t + S);
+                                if (t + 1 < tiles) mbar_wait(bars + next_slot * 8, ((t + 1) / S) & 1);
+#endif
+                            } else {
+                                cp_async_wait<S - 2>();   // tile t + 1 has landed (this thread's copies)...
+                                __syncthreads();          // ...everyone's, and everyone has read tile t
+                                if (t + S < tiles) load_tile(slot, (t + S) * BK);
+                                cp_async_commit();
+                            }
+                            if (t + 1 < tiles) load_b(bfr[0], next_slot, 0);
+                        }
+                        if (i == MT - 1 && t + 1 < tiles) load_a(af[0], next_slot, 0, 0);
+                    }
+                    mma_row(i, af[i & 1], bfr[kk & 1]);
                 }
             }
-            slot = slot + 1 == S ? 0 : slot + 1;
+            slot = next_slot;
         }
     } else {
         // Plain: S - 1 tiles in flight; at the top of tile t one barrier says that tile t has landed
@@ -306,9 +384,13 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             }
 #pragma unroll
             for (int kk = 0; kk < KK; ++kk) {
-                u32 af[MT][4], bfr[NT8][2];
-                load_frags(af, bfr, t % S, kk);
-                mma_all(af, bfr);
+                u32 a[4], b[NT8][2];
+                load_b(b, t % S, kk);
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    load_a(a, t % S, kk, i);
+                    mma_row(i, a, b);
+                }
             }
         }
     }
@@ -350,14 +432,25 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #endif
 
 // Launch: block (TC_THREADS = 128), grid (ceil(M / TC_BM) * ceil(N / TC_BN)), dynamic shared
-// memory TC_SMEM_BYTES = 98304 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
-// 16-byte aligned. Compute capability 8.0+.
+// memory TC_SMEM_BYTES = 99392 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
+// 16-byte aligned. tensor_maps: null for cp.async copies; or, on sm_90+ with K and N multiples
+// of 8, two CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM}; B: dims {N, K},
+// box {64, TC_BK}; bf16, 128-byte swizzle, zero fill) for TMA copies. Compute capability 8.0+.
 extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
-        int M, int N, int K) {
+        int M, int N, int K, const unsigned long long* __restrict__ tensor_maps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if ((K & 7) == 0 && (N & 7) == 0) gemm_body<true>(A, B, C, M, N, K);
-    else gemm_body<false>(A, B, C, M, N, K);
+    if ((K & 7) == 0 && (N & 7) == 0) {
+#if __CUDA_ARCH__ >= 900 && TC_BK == 64
+        if (tensor_maps) {
+            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps);
+            return;
+        }
+#endif
+        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps);
+    } else {
+        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps);
+    }
 #else
     __trap();   // bf16 mma.sync needs compute capability 8.0 or newer
 #endif
