@@ -18,3 +18,32 @@ def test_benchmark_refuses_too_few_samples_before_touching_a_gpu():
 def test_empty_timing_is_an_error():
     with pytest.raises(ValueError):
         Timing(())
+
+
+def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatch):
+    """Without a GPU: a stand-in CuPy records the order of calls and events."""
+    import sys
+    import types
+
+    from course_lib.timing import benchmark_interleaved
+
+    log = []
+
+    class Event:
+        def record(self):
+            log.append("event")
+
+        def synchronize(self):
+            pass
+
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: stream,
+                                 get_elapsed_time=lambda a, b: 1.0)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    with pytest.raises(ValueError, match="at least 20 samples"):
+        benchmark_interleaved([lambda: None], samples=3)
+    timings = benchmark_interleaved([lambda: log.append("A"), lambda: log.append("B")], samples=20, warmup=1,
+                                    hold=lambda: log.append("hold"))
+    assert [len(t.samples_s) for t in timings] == [20, 20] and timings[0].median_s == pytest.approx(1e-3)
+    assert log[:2] == ["A", "B"]                                   # warm-up
+    assert log[2:12] == ["hold", "event", "A", "event", "hold", "event", "B", "event", "hold", "event"]
