@@ -175,6 +175,11 @@ def copy_engine(copies: str, compute_capability, k: int, n: int, defines: dict[s
     return "tma" if copies == "tma" or (copies == "auto" and tma_ok) else "cp.async"
 
 
+def runnable_engines(compute_capability, k: int, n: int) -> list[str]:
+    """The copy engines this GPU can use for a K-deep, N-wide product: cp.async, and the TMA where it runs."""
+    return sorted({copy_engine(e, compute_capability, k, n) for e in ("cp.async", "auto")})
+
+
 _TENSOR_MAPS: dict[tuple, object] = {}
 
 
@@ -353,9 +358,9 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
     cc = detect().compute_capability
     require_bf16_mma(cc)
     fn = _bf16_function()
-    engines = [e for e in COPY_ENGINES if e == "cp.async" or float(cc) >= TMA_MIN_CC]
     cases = []
     for n in sorted(sizes):
+        engines = runnable_engines(cc, n, n)
         a, b = to_bf16_bits(_random((n, n), 3)), to_bf16_bits(_random((n, n), 4))
         c = cupy.empty((n, n), dtype=cupy.uint16)
         ta, tb = _torch_view(a), _torch_view(b)
@@ -431,7 +436,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
             ab, bb = to_bf16_bits(a), to_bf16_bits(b)
             exact = bf16_bits_to_float32(ab).astype(cupy.float64) @ bf16_bits_to_float32(bb).astype(cupy.float64)
             cb = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails the check
-            for engine in sorted({copy_engine(e, cc, k, n) for e in ("cp.async", "auto")}):
+            for engine in runnable_engines(cc, k, n):
                 cb.fill(0xFFFF)
                 run_bf16(ab, bb, cb, fn, copies=engine)
                 check = check_close(bf16_bits_to_float32(cb), exact, "float64 matmul of the bf16 inputs",
@@ -478,7 +483,7 @@ def bf16_smoke() -> None:
     for m, n, k in SMOKE_SHAPES + ((128, 128, 64), (200, 136, 72), (256, 256, 448), (136, 264, 200)):
         a, b = to_bf16_bits(_random((m, k), 9)), to_bf16_bits(_random((k, n), 10))
         ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
-        for engine in sorted({copy_engine(e, _device_cc(), k, n) for e in ("cp.async", "auto")}):
+        for engine in runnable_engines(_device_cc(), k, n):
             c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
             run_bf16(a, b, c, copies=engine)
             err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())

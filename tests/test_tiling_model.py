@@ -240,3 +240,9 @@ def test_copy_engine_picks_the_tma_only_where_it_can_run():
         lab_gemm.copy_engine("tma", "8.6", 4096, 4096)
     with pytest.raises(ValueError, match="copies must be"):
         lab_gemm.copy_engine("bulk", "9.0", 4096, 4096)
+
+
+def test_runnable_engines_lists_cp_async_and_the_tma_only_where_it_runs():
+    assert lab_gemm.runnable_engines("9.0", 4096, 4096) == ["cp.async", "tma"]
+    assert lab_gemm.runnable_engines("9.0", 77, 4096) == ["cp.async"]
+    assert lab_gemm.runnable_engines("8.0", 4096, 4096) == ["cp.async"]
