@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup lab test record gpu-test gpu-wheels sanitize clean
+.PHONY: setup lab test sync record gpu-test gpu-wheels sanitize clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10 or newer is needed"'
@@ -23,12 +23,17 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests/ notebooks/ --nbval-lax -q
 
+# After editing a notebook's text source (notebooks/NN_name.md): update its .ipynb. Prose edits keep
+# the outputs; a changed code cell loses its outputs and must be run on a GPU (make gpu-test).
+sync: $(STAMP)
+	$(PY) scripts/sync_notebooks.py
+
 record: $(STAMP)
 	$(PY) -m course_lib.record
 
-# On a CUDA machine: every notebook executed live under nbval, outputs written back.
+# On a CUDA machine: every notebook (or NOTEBOOKS=...) executed live, outputs written back, then nbval live.
 gpu-test:
-	bash scripts/gpu_test.sh
+	bash scripts/gpu_test.sh $(NOTEBOOKS)
 
 # On a CUDA machine: every kernel once under compute-sanitizer (memcheck, racecheck, synccheck, initcheck).
 sanitize:

@@ -25,13 +25,17 @@ import sys, time
 from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
+sys.path.insert(0, "scripts")
+from notebook_run import stamp_run
 
 paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
 for path in paths:
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3",
+    # store_widget_state: the calculators are drawn when the committed notebook is opened, before a run.
+    NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    stamp_run(nb)
     nbformat.write(nb, path)
     print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
 PY

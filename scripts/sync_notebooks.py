@@ -1,0 +1,83 @@
+"""Bring each notebook in line with its MyST Markdown text source, through jupytext.
+
+    python scripts/sync_notebooks.py [notebooks/NN_name.md ...]    # text -> .ipynb (make sync)
+    python scripts/sync_notebooks.py --to-text [notebooks/NN_name.ipynb ...]
+
+jupytext's own ``--sync`` keeps a cell's outputs when its source changed and drops notebook
+metadata that is not in the text (the widget state, the record of the GPU run). The course's
+rule is stricter: committed outputs come from a live GPU run, so a code cell whose source
+changed loses its outputs here and must be run on a GPU again (``make gpu-test``).
+Prose edits keep every output. A new ``NN_name.md`` gets its notebook, with no outputs yet.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+
+def text_to_notebook(md: Path) -> list[str]:
+    """Write ``md``'s notebook; return the first line of each code cell that lost its outputs."""
+    ipynb = md.with_suffix(".ipynb")
+    new = jupytext.read(md, fmt="md:myst")
+    old = nbformat.read(ipynb, as_version=4) if ipynb.exists() else None
+    ran: dict[str, list] = {}
+    for cell in old.cells if old else []:
+        if cell.cell_type == "code":
+            ran.setdefault(cell.source, []).append(cell)
+    stale = []
+    old_cells = old.cells if old else []
+    for i, cell in enumerate(new.cells):
+        cell.metadata = {}
+        if i < len(old_cells) and old_cells[i].cell_type == cell.cell_type:
+            cell.id = old_cells[i].id  # stable ids keep the notebook's diff to what changed
+        if cell.cell_type != "code":
+            continue
+        previous = ran.get(cell.source)
+        if previous:
+            kept = previous.pop(0)
+            cell.outputs, cell.execution_count = kept.outputs, kept.execution_count
+        else:
+            cell.outputs, cell.execution_count = [], None
+            if cell.source.strip():
+                stale.append(cell.source.strip().splitlines()[0])
+    new.metadata = old.metadata if old else nbformat.from_dict(
+        {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+    nbformat.write(new, ipynb)
+    return stale
+
+
+def notebook_to_text(ipynb: Path) -> None:
+    jupytext.write(nbformat.read(ipynb, as_version=4), ipynb.with_suffix(".md"), fmt="md:myst")
+
+
+def main(argv: list[str]) -> int:
+    to_text = "--to-text" in argv
+    paths = [Path(a) for a in argv if not a.startswith("--")]
+    if to_text:
+        for ipynb in paths or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+            notebook_to_text(ipynb.with_suffix(".ipynb"))
+            print("wrote", ipynb.with_suffix(".md"))
+        return 0
+    needs_gpu = {}
+    for md in paths or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.md")):
+        md = md.with_suffix(".md")
+        stale = text_to_notebook(md)
+        print("synced", md.with_suffix(".ipynb"), f"({len(stale)} code cells without outputs)" if stale else "")
+        if stale:
+            needs_gpu[md.with_suffix(".ipynb")] = stale
+    for ipynb, cells in needs_gpu.items():
+        print(f"\n{ipynb.name}: these code cells are new or changed, so their outputs were removed. "
+              f"Run the notebook live on a GPU before committing it (make gpu-test NOTEBOOKS={ipynb}):")
+        for first_line in cells:
+            print("   ", first_line)
+    return 1 if needs_gpu else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
