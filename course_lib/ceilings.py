@@ -19,6 +19,7 @@ class MeasuredCeilings:
     matmul_flop_per_s: dict[str, float]
     spec: GpuSpec | None
     machine: dict
+    matmul_machine: dict
 
     def device_vs_datasheet(self) -> list[dict]:
         """What the device reported about itself (in the record's manifest) beside its datasheet entry."""
@@ -27,6 +28,22 @@ class MeasuredCeilings:
                 for label, attr, key in (("SM count", "sm_count", "sm_count"),
                                          ("L2 bytes", "l2_bytes", "l2_bytes"),
                                          ("shared memory per SM, bytes", "smem_per_sm_bytes", "smem_per_sm_bytes"))]
+
+    def run_conditions(self) -> list[dict]:
+        """The SM clock, power draw and temperature at the start and end of each ceiling's run,
+        beside the power cap: a throttled or low-clocked run shows here."""
+        from .session import clock_warning
+
+        rows = []
+        for label, machine in (("copy bandwidth", self.machine), ("matmul peak", self.matmul_machine)):
+            for when in ("before", "after"):
+                st = (machine.get("gpu_state") or {}).get(when, {})
+                rows.append({"run": label, "when": when, "SM MHz": st.get("sm_mhz"),
+                             "max SM MHz": st.get("max_sm_mhz"), "power W": st.get("power_w"),
+                             "power cap W": st.get("power_limit_w"), "°C": st.get("temperature_c"),
+                             # Only the reading at the end is under load: before, an idle GPU may sit low.
+                             "note": "not recorded" if not st else (clock_warning(st) or "") if when == "after" else ""})
+        return rows
 
     def as_gpu(self) -> GpuSpec:
         """A GpuSpec whose roofs are the measured ceilings, for the roofline models."""
@@ -61,7 +78,7 @@ def measured_ceilings() -> MeasuredCeilings:
         sheet = spec(copy.gpu)
     except KeyError:
         sheet = None
-    return MeasuredCeilings(copy.gpu, copy.provenance, bw, peaks, sheet, copy.machine)
+    return MeasuredCeilings(copy.gpu, copy.provenance, bw, peaks, sheet, copy.machine, mm.machine)
 
 
 def roofline_points(result: experiments.Result, ceilings: MeasuredCeilings) -> list[dict]:

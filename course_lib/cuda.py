@@ -250,10 +250,9 @@ def target_arch() -> str:
 
     if runtime.mode() == "live":
         return device_arch()
-    from .experiments import replay_gpu
     from .hardware import spec
 
-    return "sm_" + spec(replay_gpu()).compute_capability.replace(".", "")
+    return "sm_" + spec(runtime.replay_gpu()).compute_capability.replace(".", "")
 
 
 def describe(family: str, name: str, arch: str | None = None) -> str:

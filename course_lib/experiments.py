@@ -7,17 +7,13 @@ carries its provenance, and every figure and table says it.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from . import evidence, runtime
+from . import evidence, runtime, session
 from .evidence import Case, Check, NotRecorded
-
-DEFAULT_REPLAY_GPU = "h200"
-
 
 @dataclass(frozen=True)
 class Experiment:
@@ -54,7 +50,7 @@ class Result:
     def provenance(self) -> str:
         """The label every table and figure built on this result carries."""
         if self.mode == "live":
-            return f"measured on {self.gpu} now"
+            return f"measured on {self.gpu}, {session.utc_label(self.recorded_at)}"
         return f"recorded on {self.gpu}, {self.recorded_at[:10]}"
 
     def case(self, name: str) -> Case:
@@ -100,10 +96,6 @@ def resolve_params(name: str, **params) -> dict:
     return {k: _normalise(params.get(k, v)) for k, v in exp.defaults.items()}
 
 
-def replay_gpu() -> str:
-    return os.environ.get("COURSE_REPLAY_GPU", DEFAULT_REPLAY_GPU)
-
-
 def run(name: str, **params) -> Result:
     """Measure ``name`` now (live) or replay its record (no GPU)."""
     resolved = resolve_params(name, **params)
@@ -115,7 +107,7 @@ def run(name: str, **params) -> Result:
 def machine_manifest() -> dict:
     from .hardware import detect, slug
 
-    env = runtime.environment()
+    env = session.environment()
     info = detect()
     return {"gpu": info.name, "slug": slug(info.name), "compute_capability": info.compute_capability,
             "sm_count": info.sm_count, "l2_bytes": info.l2_bytes,
@@ -126,13 +118,17 @@ def machine_manifest() -> dict:
 
 def run_live(name: str, resolved: dict) -> Result:
     exp = _lookup(name)
+    machine = machine_manifest()
+    before = session.gpu_state()
     cases = exp.body(**resolved)
+    # The clock and power at both ends: a run that throttled, or ran far below the maximum clock, shows it.
+    machine["gpu_state"] = {"before": before, "after": session.gpu_state()}
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    return Result(name, "live", machine_manifest(), now, resolved, cases)
+    return Result(name, "live", machine, now, resolved, cases)
 
 
 def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
-    gpu_slug = gpu_slug or replay_gpu()
+    gpu_slug = gpu_slug or runtime.replay_gpu()
     record = evidence.load(gpu_slug, name)
     recorded = record.get("params", {})
     cases = [evidence.case_from_json(c) for c in record["cases"]]
@@ -308,16 +304,17 @@ def matmul_peak(n: int, dtypes: list[str], samples: int) -> list[Case]:
 # --------------------------------------------------------------------------- notebook 00: measuring
 
 @experiment("timing.measuring_correctly",
-            "One kernel timed four ways: host timer without and with synchronize, CUDA events, "
-            "and the first call including compilation.",
-            sizes=[1 << 12, 1 << 26], samples=200, cold_samples=20)
-def measuring_correctly(sizes: list[int], samples: int, cold_samples: int) -> list[Case]:
+            "One kernel timed six ways: host timer without and with synchronize, CUDA events on an idle "
+            "and on a held GPU, many calls per event pair, a CUDA graph; and the first call with compilation.",
+            sizes=[1 << 12, 1 << 24], samples=100, calls_per_sample=100, cold_samples=20)
+def measuring_correctly(sizes: list[int], samples: int, calls_per_sample: int, cold_samples: int) -> list[Case]:
     import cupy
 
     from . import cuda
-    from .timing import benchmark, host_timed
+    from .timing import benchmark, benchmark_graph, host_timed
 
     cases = []
+    many = calls_per_sample
     for n in sizes:
         a = cupy.random.random(n, dtype=cupy.float32)
         b = cupy.random.random(n, dtype=cupy.float32)
@@ -329,12 +326,19 @@ def measuring_correctly(sizes: list[int], samples: int, cold_samples: int) -> li
         check = check_close(out, a + b, "CuPy elementwise", 0.0)
         launch = kernel_launch_record(grid, block, "elementwise", "vector_add")
         common = dict(kernel="elementwise.vector_add", flop=n, bytes=12 * n, check=check, launch=launch)
+        call = lambda: fn(grid, block, args)  # noqa: E731
         for label, timer, t in (
-            ("host timer, no synchronize", "host perf_counter, no synchronize",
-             host_timed(lambda: fn(grid, block, args), samples)),
+            ("host timer, no synchronize", "host perf_counter, no synchronize", host_timed(call, samples)),
             ("host timer + synchronize", "host perf_counter + stream synchronize",
-             host_timed(lambda: fn(grid, block, args), samples, synchronize=True)),
-            ("CUDA events", "cuda-events", benchmark(lambda: fn(grid, block, args), samples)),
+             host_timed(call, samples, synchronize=True)),
+            ("CUDA events, idle GPU", "cuda-events, GPU idle at the start event",
+             benchmark(call, samples, hold=False)),
+            ("CUDA events, GPU held", "cuda-events, GPU held busy before the start event",
+             benchmark(call, samples)),
+            (f"{many} calls per event pair", f"cuda-events around {many} back-to-back calls, GPU idle at start; "
+             "per call", benchmark(call, samples, repeat=many, hold=False)),
+            (f"CUDA graph of {many} calls", f"cuda-events around one replay of a {many}-call CUDA graph, "
+             "GPU held; per call", benchmark_graph(call, many, samples)),
         ):
             cases.append(require_passed(Case(f"{label}, n={n}", {"sizes": n}, samples_s=list(t.samples_s),
                                               timer=timer, **common)))

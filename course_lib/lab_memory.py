@@ -27,7 +27,7 @@ from .evidence import Case
 from .experiments import check_close, elementwise_launch, experiment, kernel_launch_record, require_passed
 from .profiler import has_profile
 from .profiler import profiled_result as profile_source  # the notebooks' name for it
-from .sanitize import covers
+from .smoke import covers
 
 BLOCK = 256
 ELEMS = 4            # elements per thread of the coalescing family's copy-like kernels (its ELEMS)

@@ -29,7 +29,7 @@ from . import occupancy as occ
 from .evidence import Case, Check
 from .experiments import check_close, experiment, launch_record, require_passed
 from .hardware import KIB
-from .sanitize import covers
+from .smoke import covers
 
 BLOCK = 256
 ILP_KERNELS = {1: "copy_ilp1", 2: "copy_ilp2", 4: "copy_ilp4", 8: "copy_ilp8"}

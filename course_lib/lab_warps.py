@@ -18,7 +18,7 @@ import json
 from . import launch_geometry as lg
 from .evidence import Case, Check
 from .experiments import check_close, experiment, kernel_launch_record, require_passed
-from .sanitize import covers
+from .smoke import covers
 
 BLOCK = 256
 DIVERGENCE_METRICS = ["smsp__inst_executed.sum", "smsp__thread_inst_executed_per_inst_executed.ratio",

@@ -41,12 +41,17 @@ class Table:
         return "\n".join(out)
 
 
-def result_table(result: Result, columns: tuple[str, ...] = ("case", "kernel", "median µs", "spread", "GB/s",
-                                                             "TFLOP/s")) -> Table:
+def timing_columns(timing) -> dict:
+    """The summary of a case's raw samples every timing table shows: median, interquartile range, p95."""
+    return {"median µs": timing.median_s * 1e6, "IQR µs": timing.iqr_s * 1e6, "p95 µs": timing.p95_s * 1e6}
+
+
+def result_table(result: Result, columns: tuple[str, ...] = ("case", "kernel", "median µs", "IQR µs", "p95 µs",
+                                                             "GB/s", "TFLOP/s")) -> Table:
     rows = []
     for c in result.cases:
         t = c.timing
-        rows.append({"case": c.name, "kernel": c.kernel, "timer": c.timer, "median µs": t.median_s * 1e6,
+        rows.append({"case": c.name, "kernel": c.kernel, "timer": c.timer, **timing_columns(t),
                      "spread": f"±{100 * t.spread / 2:.1f}%", "samples": len(c.samples_s),
                      "GB/s": c.bytes / t.median_s / 1e9 if c.bytes else None,
                      "TFLOP/s": c.flop / t.median_s / 1e12 if c.flop else None,

@@ -4,7 +4,7 @@
     python -m course_lib.sanitize --list     # which kernels each smoke launch covers
 
 Each ``lab_*`` module registers a smoke function for the kernels it owns with
-``@covers(family, kernel, ...)``; the test suite checks that every kernel in
+``course_lib.smoke.covers``; the test suite checks that every kernel in
 ``course_lib/kernels/`` is covered, so a new kernel cannot skip the sanitizer.
 Smoke launches use CuPy only (no PyTorch), at sizes that exercise edge masks.
 """
@@ -14,22 +14,13 @@ import argparse
 import sys
 from typing import Callable
 
-SMOKE: dict[tuple[str, str], Callable[[], None]] = {}
-
-
-def covers(family: str, *kernels: str):
-    def register(fn):
-        for k in kernels:
-            SMOKE[(family, k)] = fn
-        return fn
-    return register
+from . import smoke_elementwise  # noqa: F401  (registers the foundation's kernels)
+from .experiments import all_experiments
+from .smoke import SMOKE
 
 
 def registry() -> dict[tuple[str, str], Callable[[], None]]:
-    from .experiments import all_experiments
-
     all_experiments()  # imports every lab_* module, which registers its smoke launches
-    from . import smoke_elementwise  # noqa: F401  (the foundation's kernels)
     return SMOKE
 
 
@@ -38,10 +29,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args(argv)
-    # Under `python -m` this file is __main__; the registry the lab modules fill is course_lib.sanitize's.
-    from course_lib.sanitize import registry as package_registry
-
-    reg = package_registry()
+    reg = registry()
     if args.list:
         for (family, kernel), fn in sorted(reg.items()):
             print(f"{family}.{kernel}: {fn.__module__}.{fn.__name__}")

@@ -1,7 +1,15 @@
-"""The benchmark harness: CUDA events, warm-up, raw samples, median and spread.
+"""The benchmark harness: CUDA events around GPU work that is already queued, raw samples, and their
+median, interquartile range and 95th percentile.
 
-A host timer around an asynchronous launch measures how long it took to
-*enqueue* the work, not to do it; ``host_timed`` exists only to show that.
+A CUDA event records the moment the GPU *reaches* it in its stream. With an idle GPU, the start
+event is reached at once, then the GPU waits while the host is still launching the kernel: for a
+kernel of a few microseconds, most of such a sample is the host's launch time. ``benchmark``
+therefore holds the GPU busy (a spin kernel, ``kernels/timing.cu``) before each start event, for
+longer than the host needs to enqueue the event and the timed calls, so the pair brackets GPU time
+alone. ``hold=False`` keeps the idle-GPU timing, for notebook 00 to show the difference.
+``benchmark_graph`` replays a CUDA graph instead, which also takes launch cost off the host.
+A host timer around asynchronous work measures how long it took to *enqueue* it; ``host_timed``
+exists only to show that.
 """
 from __future__ import annotations
 
@@ -11,6 +19,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 MIN_SAMPLES = 20
+HOLD_FLOOR_S = 20e-6      # covers recording the start event itself
+HOLD_CEILING_S = 20e-3    # a host that slow is not measuring a kernel any more
 
 
 @dataclass(frozen=True)
@@ -38,9 +48,23 @@ class Timing:
         return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
     @property
+    def iqr_s(self) -> float:
+        return self.percentile_s(75) - self.percentile_s(25)
+
+    @property
+    def p95_s(self) -> float:
+        return self.percentile_s(95)
+
+    @property
     def spread(self) -> float:
         """Interquartile range over the median: a robust relative spread."""
-        return (self.percentile_s(75) - self.percentile_s(25)) / self.median_s
+        return self.iqr_s / self.median_s
+
+
+def _sync() -> None:
+    import cupy
+
+    cupy.cuda.get_current_stream().synchronize()
 
 
 class _L2Flusher:
@@ -56,30 +80,69 @@ class _L2Flusher:
         self._buf.fill(0)
 
 
-def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repeat: int = 1,
-              flush_l2: bool = False) -> Timing:
-    """Time ``fn`` on the GPU with CUDA events.
+class GpuHold:
+    """Enqueues a spin of ``seconds`` on the current stream: the GPU stays busy while the host works."""
 
-    Each sample brackets ``repeat`` back-to-back calls with a pair of events
-    and is divided by ``repeat`` (``repeat > 1`` measures throughput, as a
-    training loop sees it). ``flush_l2`` evicts the L2 before each sample,
-    outside the timed region, so a bandwidth figure cannot be flattered by cache hits.
-    """
+    def __init__(self):
+        import cupy
+
+        from . import cuda
+
+        self._kernel = cuda.kernel("timing", "gpu_hold")
+        self._spun = cupy.zeros(1, dtype=cupy.int64)
+        self._int64 = cupy.int64
+
+    def __call__(self, seconds: float) -> None:
+        self._kernel((1,), (1,), (self._int64(int(seconds * 1e9)), self._spun))
+
+
+def _warm_up(fn: Callable[[], object], calls: int) -> float:
+    """Run ``fn`` ``calls`` times; return the host's fastest enqueue time of one call (seconds)."""
+    enqueue = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        enqueue.append(time.perf_counter() - t0)
+    _sync()
+    return min(enqueue) if enqueue else HOLD_CEILING_S / 10
+
+
+def hold_seconds(enqueue_s: float, calls: int) -> float:
+    """How long to hold the GPU before a sample: twice the host's time to enqueue its calls."""
+    return min(max(2.0 * enqueue_s * calls + HOLD_FLOOR_S, HOLD_FLOOR_S), HOLD_CEILING_S)
+
+
+def _check_samples(samples: int) -> None:
     if samples < MIN_SAMPLES:
         raise ValueError(f"at least {MIN_SAMPLES} samples are needed for a median and spread, got {samples}")
+
+
+def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repeat: int = 1,
+              flush_l2: bool = False, hold: bool = True) -> Timing:
+    """Time ``fn`` on the GPU with CUDA events, the GPU held busy before each start event.
+
+    Each sample brackets ``repeat`` back-to-back calls with a pair of events and is divided by
+    ``repeat``. The hold lasts twice the host's enqueue time of those calls (measured during
+    warm-up), so the start event and every call are queued before the GPU reaches them and the
+    sample holds no host launch time. ``flush_l2`` evicts the L2 before each sample, outside the
+    timed region, so a bandwidth figure cannot be flattered by cache hits. ``hold=False`` is the
+    naive idle-GPU event pair (launch time included), kept to teach the difference.
+    """
+    _check_samples(samples)
     if repeat < 1 or warmup < 0:
         raise ValueError("repeat must be >= 1 and warmup >= 0")
     import cupy
 
     flush = _L2Flusher() if flush_l2 else None
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.get_current_stream().synchronize()
+    spin = GpuHold() if hold else None
+    hold_s = hold_seconds(_warm_up(fn, warmup), repeat)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     out = []
     for _ in range(samples):
         if flush:
             flush()
+        if spin:
+            spin(hold_s)
         start.record()
         for _ in range(repeat):
             fn()
@@ -90,34 +153,64 @@ def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repe
 
 
 def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30, warmup: int = 3,
-                          hold: Callable[[], object] | None = None) -> list[Timing]:
+                          hold: bool = True) -> list[Timing]:
     """Time several functions call by call in turn (A, B, C, A, B, C, ...), one Timing each.
 
     For ratios between them: a GPU at its power cap moves its clock with temperature, and
     timing one function's samples after another's would credit the first with a cooler chip.
-    ``hold``, if given, enqueues GPU work (a short spin) before each start event, so that the
-    timed call is already queued when the event runs: host launch time stays out of the sample.
+    Each call is held as in ``benchmark``.
     """
-    if samples < MIN_SAMPLES:
-        raise ValueError(f"at least {MIN_SAMPLES} samples are needed for a median and spread, got {samples}")
+    _check_samples(samples)
     import cupy
 
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    cupy.cuda.get_current_stream().synchronize()
+    holds = [hold_seconds(_warm_up(fn, warmup), 1) for fn in fns]
+    spin = GpuHold() if hold else None
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     out: list[list[float]] = [[] for _ in fns]
     for _ in range(samples):
-        for fn, times in zip(fns, out):
-            if hold:
-                hold()
+        for fn, hold_s, times in zip(fns, holds, out):
+            if spin:
+                spin(hold_s)
             start.record()
             fn()
             stop.record()
             stop.synchronize()
             times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3)
     return [Timing(tuple(times)) for times in out]
+
+
+def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> Timing:
+    """Capture ``calls`` calls of ``fn`` in one CUDA graph; time its replays (held), per call.
+
+    A graph is launched by one host call however many kernels it holds, so per-kernel launch cost
+    leaves the host: the way to run many tiny kernels.
+    """
+    _check_samples(samples)
+    if calls < 1:
+        raise ValueError("a graph needs at least one call")
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        fn()  # loads the module outside the capture
+        stream.synchronize()
+        stream.begin_capture()
+        for _ in range(calls):
+            fn()
+        graph = stream.end_capture()
+        graph.launch()
+        enqueue = _warm_up(graph.launch, 3)
+        spin, hold_s = GpuHold(), hold_seconds(enqueue, 1)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        out = []
+        for _ in range(samples):
+            spin(hold_s)
+            start.record()
+            graph.launch()
+            stop.record()
+            stop.synchronize()
+            out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / calls)
+    return Timing(tuple(out))
 
 
 def host_timed(fn: Callable[[], object], samples: int = 30, synchronize: bool = False) -> Timing:

@@ -61,10 +61,10 @@ def test_sync_keeps_outputs_under_prose_edits_and_drops_them_under_code_edits(tm
     src = NOTEBOOKS[0]
     md, ipynb = tmp_path / src.with_suffix(".md").name, tmp_path / src.name
     md.write_text(src.with_suffix(".md").read_text().replace("# 00 ·", "# 00 (edited) ·", 1)
-                  .replace("env = runtime.banner()", "env = runtime.banner()  # edited"))
+                  .replace("env = session.banner()", "env = session.banner()  # edited"))
     ipynb.write_bytes(src.read_bytes())
     stale = text_to_notebook(md)
-    assert stale == ["from course_lib import runtime"]
+    assert stale == ["from course_lib import session"]
     after, before = nbformat.read(ipynb, as_version=4), nbformat.read(src, as_version=4)
     assert after.cells[0].source.startswith("# 00 (edited)")
     code_after = [c for c in after.cells if c.cell_type == "code"]

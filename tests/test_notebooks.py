@@ -36,7 +36,7 @@ def test_anatomy(path):
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     for part in ("You will learn", "Time", "Exercises", "Takeaways", "Reference solution"):
         assert part in text, part
-    assert "runtime.banner()" in "".join(code_cells(path)[0]["source"])
+    assert "session.banner()" in "".join(code_cells(path)[0]["source"])
     assert all(len("".join(c["source"]).splitlines()) <= 15 for c in code_cells(path)), "code cells stay short"
 
 

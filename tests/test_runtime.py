@@ -1,27 +1,27 @@
 import pytest
 
-from course_lib import runtime
+from course_lib import runtime, session
 
 
 def env(**kw):
     base = dict(mode="replay", gpu=None, compute_capability=None, driver=None, cuda_runtime="12.9",
                 nvrtc="12.9", cupy="14.2.0", torch=None)
-    return runtime.Environment(**(base | kw))
+    return session.Environment(**(base | kw))
 
 
 def test_no_driver_is_explained_as_replay():
-    msg = runtime.diagnose("cudaErrorInsufficientDriver: CUDA driver version is insufficient", env())
+    msg = session.diagnose("cudaErrorInsufficientDriver: CUDA driver version is insufficient", env())
     assert "No NVIDIA driver" in msg and "replays" in msg
 
 
 def test_old_driver_is_explained():
-    msg = runtime.diagnose("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime "
+    msg = session.diagnose("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime "
                            "version", env(driver="11.8"))
     assert "older than CuPy's CUDA runtime (12.9)" in msg and "Update the driver" in msg
 
 
 def test_missing_nvrtc_headers_are_explained():
-    msg = runtime.diagnose("catastrophic error: cannot open source file \"cuda_fp16.h\"", env(driver="12.4"))
+    msg = session.diagnose("catastrophic error: cannot open source file \"cuda_fp16.h\"", env(driver="12.4"))
     assert "NVRTC" in msg
 
 
@@ -36,7 +36,46 @@ def test_replay_is_forced_by_course_mode(monkeypatch):
     assert runtime.mode() == "replay" and not runtime.gpu_available()
 
 
+def test_replay_gpu_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("COURSE_REPLAY_GPU", "a100-sxm")
+    assert runtime.replay_gpu() == "a100-sxm"
+
+
 def test_banner_prints_mode_and_versions(capsys):
-    e = runtime.banner()
+    e = session.banner()
     out = capsys.readouterr().out
     assert "REPLAY mode" in out and "NVRTC" in out and e.nvrtc in out
+
+
+def test_live_outputs_carry_the_date_they_were_measured():
+    assert session.utc_label("2026-12-03T14:05:09Z") == "2026-12-03 14:05 UTC"
+
+
+def test_clock_warning_only_far_below_the_maximum():
+    assert session.clock_warning({"sm_mhz": 1980, "max_sm_mhz": 1980}) is None
+    assert session.clock_warning({}) is None
+    low = session.clock_warning({"sm_mhz": 1200, "max_sm_mhz": 1980})
+    assert "1200 MHz" in low and "61%" in low
+
+
+def test_the_core_imports_bottom_up():
+    """runtime and hardware sit at the bottom; cuda and timing above them; experiments above those."""
+    import ast
+    from pathlib import Path
+
+    lib = Path(runtime.__file__).parent
+    layer = {"runtime": 0, "smoke": 0, "hardware": 1, "cuda": 2, "timing": 3, "session": 3,
+             "evidence": 4, "experiments": 5, "record": 6, "sanitize": 6}
+
+    def course_imports(name):
+        tree = ast.parse((lib / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found |= {node.module} if node.module else {a.name for a in node.names}
+        return {m.split(".")[0] for m in found}
+
+    for name, level in layer.items():
+        for dep in course_imports(name):
+            if dep in layer:
+                assert layer[dep] < level, f"{name} imports {dep}, which is not below it"

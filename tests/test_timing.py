@@ -25,9 +25,18 @@ def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatc
     import sys
     import types
 
+    from course_lib import timing
     from course_lib.timing import benchmark_interleaved
 
     log = []
+
+    class Hold:
+        def __call__(self, seconds):
+            log.append("hold")
+            holds.append(seconds)
+
+    holds = []
+    monkeypatch.setattr(timing, "GpuHold", Hold)
 
     class Event:
         def record(self):
@@ -42,8 +51,7 @@ def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatc
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     with pytest.raises(ValueError, match="at least 20 samples"):
         benchmark_interleaved([lambda: None], samples=3)
-    timings = benchmark_interleaved([lambda: log.append("A"), lambda: log.append("B")], samples=20, warmup=1,
-                                    hold=lambda: log.append("hold"))
+    timings = benchmark_interleaved([lambda: log.append("A"), lambda: log.append("B")], samples=20, warmup=1)
     assert [len(t.samples_s) for t in timings] == [20, 20] and timings[0].median_s == pytest.approx(1e-3)
     assert log[:2] == ["A", "B"]                                   # warm-up
     assert log[2:12] == ["hold", "event", "A", "event", "hold", "event", "B", "event", "hold", "event"]
