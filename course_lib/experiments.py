@@ -265,13 +265,16 @@ def _matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, b
     import torch
 
     from .hardware import BYTES_PER_ELEMENT
-    from .timing import benchmark
+    from .timing import benchmark, host_timed
 
     fn, ref = _torch_matmul(dtype, m, n, k, batch)
     got = fn()
     check = check_close(cupy.asarray(got.double()), cupy.asarray(ref), "float64 matmul (cuBLAS)",
                          _MATMUL_RTOL[dtype] * max(1.0, k / 1024))
     t = benchmark(fn, samples, repeat=repeat)
+    # What the host needs to dispatch one call: a call whose GPU time is shorter is launch-bound
+    # when it is issued one at a time.
+    host = host_timed(fn, samples)
     nb = batch or 1
     b_in = BYTES_PER_ELEMENT[dtype]
     b_out = 2.0 if dtype == "fp8" else b_in
@@ -280,7 +283,8 @@ def _matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, b
     return require_passed(Case(
         label, params or {"dtype": dtype, "n": n}, kernel, list(t.samples_s), nb * 2.0 * m * n * k,
         nb * (b_in * (m * k + k * n) + b_out * m * n), check,
-        extra={"repeat": repeat, "tf32": dtype == "tf32", "shape": [nb, m, n, k]}))
+        extra={"repeat": repeat, "tf32": dtype == "tf32", "shape": [nb, m, n, k],
+               "host_dispatch_median_s": host.median_s}))
 
 
 def _supported_dtypes(dtypes: list[str]) -> list[str]:

@@ -118,7 +118,7 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=75.0, tf32=1100.0, fp16=2250.0, bf16=2250.0, fp8=4500.0, fp4=9000.0),
             source="NVIDIA HGX B200 datasheet (per GPU; dense = half the sparse figures); CUDA programming guide (cc 10.0 limits)",
-            notes="Clock and L2 are not on the datasheet. The lesson's round numbers are 2 PFLOP/s fp16 and 8 TB/s.",
+            notes="Clock and L2 are not on the datasheet. The round numbers often quoted are 2 PFLOP/s fp16 and 8 TB/s.",
         ),
     ]
 }

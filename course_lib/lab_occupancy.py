@@ -482,7 +482,7 @@ def ilp_rows(result) -> list[dict]:
     ceiling = copy_ceiling(result)
     return [{"ILP": c.extra["ilp"], "blocks/SM wanted": c.params["resident_blocks"],
              "resident blocks": c.extra["resident_blocks"], "occupancy % (model)": _pct(c.extra["occupancy"]),
-             "bytes in flight/SM": c.extra["bytes_in_flight_per_sm"],
+             "bytes in flight/SM (analytic)": c.extra["bytes_in_flight_per_sm"],
              "achieved occupancy % (ncu)": _ncu(c, OCC_METRICS[0]),
              "GB/s": c.bandwidth_bytes_per_s / 1e9, "% of CuPy copy": 100 * c.bandwidth_bytes_per_s / ceiling}
             for c in result.cases if "ilp" in c.params]

@@ -11,7 +11,7 @@ calculator (``cuda_occupancy.h``, ``cuOccupancyMaxActiveBlocksPerMultiprocessor`
   cc 8.0 on the driver reserves 1 KiB per block on top of what the kernel asks for;
 * every architecture caps the resident blocks and warps per SM (``ARCH_RULES``).
 
-The lesson's illustrative SM (``LESSON_SM``) has none of that granularity, on purpose: it is
+The lesson's illustrative SM (``ILLUSTRATIVE_SM``) has none of that granularity, on purpose: it is
 the first-order formula exactly as the lesson writes it. Pure functions, no GPU needed.
 """
 from __future__ import annotations
@@ -104,12 +104,12 @@ class SmBudget:
 
 
 # The lesson's worked example: an illustrative SM, not a real GPU, with no allocation granularity.
-LESSON_SM = SmBudget(
-    "illustrative SM (the lesson's worked example)", max_threads_per_sm=2048, max_warps_per_sm=64,
+ILLUSTRATIVE_SM = SmBudget(
+    "illustrative SM (worked example)", max_threads_per_sm=2048, max_warps_per_sm=64,
     max_blocks_per_sm=32, registers_per_sm=65536, smem_per_sm_bytes=164 * KIB,
     max_smem_per_block_bytes=164 * KIB, register_alloc_unit=1, register_sub_partitions=1,
     smem_alloc_unit_bytes=1, reserved_smem_per_block_bytes=0,
-    source="the lesson's illustrative budget; first-order: no allocation granularity, nothing reserved")
+    source="an illustrative budget; first-order: no allocation granularity, nothing reserved")
 
 
 def rules_for(compute_capability: str) -> ArchRules:
@@ -297,7 +297,7 @@ def bytes_in_flight_per_sm(res: Residency, bytes_per_thread: int) -> int:
 
 
 # The lesson's worked example and its sensitivity table.
-LESSON_CASE = {"threads_per_block": 256, "registers_per_thread": 64, "smem_per_block_bytes": 48 * KIB}
+WORKED_CASE = {"threads_per_block": 256, "registers_per_thread": 64, "smem_per_block_bytes": 48 * KIB}
 LESSON_SENSITIVITY = [
     ("256 threads, 64 registers, 48 KiB", {}),
     ("shared memory falls to 32 KiB", {"smem_per_block_bytes": 32 * KIB}),
@@ -306,10 +306,10 @@ LESSON_SENSITIVITY = [
 ]
 
 
-def sensitivity_table(b: SmBudget = LESSON_SM, base: dict | None = None,
+def sensitivity_table(b: SmBudget = ILLUSTRATIVE_SM, base: dict | None = None,
                       changes: list[tuple[str, dict]] | None = None) -> list[dict]:
     """One row per change from a base configuration: every ceiling and the resident result."""
-    base = dict(LESSON_CASE if base is None else base)
+    base = dict(WORKED_CASE if base is None else base)
     rows = []
     for label, change in (LESSON_SENSITIVITY if changes is None else changes):
         cfg = base | change
@@ -325,4 +325,4 @@ def sensitivity_table(b: SmBudget = LESSON_SM, base: dict | None = None,
 
 def custom_budget(name: str = "custom SM", *, like: SmBudget | None = None, **fields) -> SmBudget:
     """A typed-in SM: the fields given replace those of ``like`` (default: the lesson's SM)."""
-    return replace(like or LESSON_SM, name=name, source="typed in", **fields)
+    return replace(like or ILLUSTRATIVE_SM, name=name, source="typed in", **fields)

@@ -8,10 +8,10 @@ import ipywidgets as W
 from . import roofline
 from .hardware import SPECS, GpuSpec, TERA, replace_peaks
 
-LESSON_B200 = replace_peaks(SPECS["b200"], name="B200 (the lesson's round numbers)", key="b200-lesson",
+ROUND_B200 = replace_peaks(SPECS["b200"], name="B200 (round numbers: 2 PFLOP/s, 8 TB/s)", key="b200-lesson",
                             bandwidth=8e12, peaks={"fp32": 2e15 / 30, "fp16": 2e15, "bf16": 2e15,
                                                    "fp8": 4e15, "fp4": 8e15},
-                            source="the lesson: ~2 PFLOP/s fp16 over ~8 TB/s; fp8 and fp4 double each step; "
+                            source="round numbers: ~2 PFLOP/s fp16 over ~8 TB/s; fp8 and fp4 double each step; "
                                    "fp32 on CUDA cores about 30x lower")
 CUSTOM = "custom (type the roofs)"
 CALC_DTYPES = [("fp32", "fp32"), ("fp16 / bf16", "fp16"), ("fp8", "fp8"), ("fp4", "fp4")]
@@ -44,7 +44,7 @@ class RooflineCalculator:
     """Square GEMM of size N in a dtype on a GPU: time to compute against time to move the matrices."""
 
     def __init__(self, gpus: list[GpuSpec] | None = None, n: int = 4096, dtype: str = "fp16"):
-        self.gpus = {g.name: g for g in (gpus or [LESSON_B200, *SPECS.values()])}
+        self.gpus = {g.name: g for g in (gpus or [ROUND_B200, *SPECS.values()])}
         self.gpu = W.Dropdown(options=[*self.gpus, CUSTOM], description="GPU", layout=W.Layout(width="420px"))
         self.dtype = W.Dropdown(options=CALC_DTYPES, value=dtype, description="dtype")
         self.n_slider = W.IntSlider(value=n, min=16, max=16384, step=16, description="N",
@@ -71,7 +71,7 @@ class RooflineCalculator:
             if not v > 0:
                 raise ValueError(f"{label} must be positive; you typed {v}. A GPU with no {label} runs nothing.")
         peak = self.peak_tflops.value * TERA
-        return replace_peaks(LESSON_B200, name="custom GPU", key="custom",
+        return replace_peaks(ROUND_B200, name="custom GPU", key="custom",
                              bandwidth=self.bandwidth_tbps.value * TERA,
                              peaks={d: peak for _, d in CALC_DTYPES}, source="typed in")
 
@@ -119,4 +119,4 @@ def render_estimate(e: roofline.SquareGemmEstimate) -> str:
 
 def roofline_calculator(extra_gpus: list[GpuSpec] = (), **kw) -> RooflineCalculator:
     """The notebook-01 calculator over the lesson's B200, the spec table, and any extra GPUs (measured ceilings)."""
-    return RooflineCalculator([LESSON_B200, *SPECS.values(), *extra_gpus], **kw)
+    return RooflineCalculator([ROUND_B200, *SPECS.values(), *extra_gpus], **kw)

@@ -128,7 +128,7 @@ class ResidencyCalculator:
 
     def __init__(self, budgets: list[occ.SmBudget] | None = None, threads: int = 256, registers: int = 64,
                  smem_kib: float = 48.0, kernels: list[str] | None = None):
-        budgets = budgets if budgets is not None else [occ.LESSON_SM, *occ.spec_budgets()]
+        budgets = budgets if budgets is not None else [occ.ILLUSTRATIVE_SM, *occ.spec_budgets()]
         self.budgets = {b.name: b for b in budgets}
         self.gpu = W.Dropdown(options=[*self.budgets, CUSTOM], description="SM",
                               layout=W.Layout(width="460px"))
@@ -258,7 +258,7 @@ def render_residency(r: occ.Residency, b: occ.SmBudget) -> str:
 
 def residency_calculator(include_device: bool = True, **kw) -> ResidencyCalculator:
     """The notebook-03 calculator: the lesson's SM, every spec-table GPU, and this GPU when live."""
-    budgets = [occ.LESSON_SM, *occ.spec_budgets()]
+    budgets = [occ.ILLUSTRATIVE_SM, *occ.spec_budgets()]
     if include_device:
         from . import runtime
 

@@ -43,9 +43,9 @@ UPDATE_MS = WIDGET_UPDATE_TIMEOUT_S * 1000
 def roofline_expected(n: int, dtype: str) -> dict[str, str]:
     """What render_estimate shows for the lesson's B200, formatted as in course_lib/widgets.py."""
     from course_lib.roofline import square_gemm
-    from course_lib.widgets import LESSON_B200
+    from course_lib.widgets import ROUND_B200
 
-    e = square_gemm(n, dtype, LESSON_B200)
+    e = square_gemm(n, dtype, ROUND_B200)
     return {".course-intensity": f"{e.bound.intensity:,.1f}",
             ".course-ridge": f"{e.ridge:,.1f}",
             ".course-binding": e.bound.binding_roof,
@@ -65,7 +65,7 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
     """Type N, pick a dtype, move the slider, type a bad N: the answer follows the model."""
     from playwright.sync_api import expect
 
-    from course_lib.widgets import CALC_DTYPES, LESSON_B200
+    from course_lib.widgets import CALC_DTYPES, ROUND_B200
 
     gpu = nb.control(calc, "widget-dropdown", "GPU")
     dtype = nb.control(calc, "widget-dropdown", "dtype")
@@ -73,7 +73,7 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
     slider = nb.control(calc, "widget-hslider", "N")
     answer = calc.locator(".course-calc-answer")
 
-    expect(gpu, "the GPU dropdown should start on the lesson's B200").to_have_value(LESSON_B200.name)
+    expect(gpu, "the GPU dropdown should start on the lesson's B200").to_have_value(ROUND_B200.name)
     # The initial answer, for whatever N and dtype the notebook starts the calculator with.
     n0 = int(n_box.input_value())
     dtype_of_label = dict(CALC_DTYPES)
@@ -109,11 +109,11 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
 
 
 def roofline_model(nb: LabNotebook, calc, after: str) -> None:
-    from course_lib.widgets import CALC_DTYPES, LESSON_B200
+    from course_lib.widgets import CALC_DTYPES, ROUND_B200
 
     def expected():
         gpu = nb.read(calc, "widget-dropdown", "GPU")
-        assert gpu == LESSON_B200.name, f"the roofline model check covers the lesson's B200 only, not {gpu!r}"
+        assert gpu == ROUND_B200.name, f"the roofline model check covers the lesson's B200 only, not {gpu!r}"
         dtype = dict(CALC_DTYPES)[nb.read(calc, "widget-dropdown", "dtype")]
         return roofline_expected(nb.read_int(calc, "N ="), dtype)
 
@@ -183,7 +183,7 @@ def residency_model(nb: LabNotebook, calc, after: str) -> None:
     from course_lib import occupancy as occ
     from course_lib.hardware import KIB
 
-    budgets = {b.name: b for b in (occ.LESSON_SM, *occ.spec_budgets())}
+    budgets = {b.name: b for b in (occ.ILLUSTRATIVE_SM, *occ.spec_budgets())}
 
     def expected():
         budget = budgets[nb.read(calc, "widget-dropdown", "SM")]

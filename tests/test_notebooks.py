@@ -27,7 +27,8 @@ def test_committed_with_outputs_of_a_live_gpu_run(path):
     assert all(c.get("outputs") for c in cells), "every code cell carries its output"
     assert not any(o["output_type"] == "error" for c in cells for o in c["outputs"])
     first = text(cells[0]["outputs"])
-    assert first.startswith("LIVE mode: measuring on NVIDIA"), "outputs come from a live run on a GPU"
+    assert first.startswith("LIVE mode: measured on NVIDIA"), "outputs come from a live run on a GPU"
+    assert " UTC." in first.splitlines()[0], "the run says when it measured"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

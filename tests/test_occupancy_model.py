@@ -11,7 +11,7 @@ from course_lib.hardware import KIB, SPECS
 
 
 def test_worked_example_three_blocks_limited_by_shared_memory():
-    r = occ.residency(occ.LESSON_SM, 256, 64, 48 * KIB)
+    r = occ.residency(occ.ILLUSTRATIVE_SM, 256, 64, 48 * KIB)
     assert r.limits == {"threads": 8, "warps": 8, "registers": 4, "shared memory": 3, "blocks": 32}
     assert (r.resident_blocks, r.limiter, r.active_warps) == (3, "shared memory", 24)
     assert r.occupancy == 0.375
@@ -28,7 +28,7 @@ LESSON_ROWS = [
 
 @pytest.mark.parametrize("change, threads, regs, smem, resident, occupancy", LESSON_ROWS)
 def test_each_row_of_the_sensitivity_table(change, threads, regs, smem, resident, occupancy):
-    r = occ.residency(occ.LESSON_SM, **(occ.LESSON_CASE | change))
+    r = occ.residency(occ.ILLUSTRATIVE_SM, **(occ.WORKED_CASE | change))
     assert (r.limit_threads, r.limit_registers, r.limit_smem, r.resident_blocks) == (threads, regs, smem, resident)
     assert r.occupancy == occupancy
 
@@ -52,7 +52,7 @@ def test_sensitivity_table_rows_match_the_lesson():
 ])
 def test_bad_input_is_a_clear_error(args, message):
     with pytest.raises(ValueError, match=re.escape(message)):
-        occ.residency(occ.LESSON_SM, *args)
+        occ.residency(occ.ILLUSTRATIVE_SM, *args)
 
 
 def test_more_shared_memory_than_an_h200_block_may_have():
@@ -90,10 +90,10 @@ def test_unknown_architecture_is_a_clear_error():
 
 def test_reserved_shared_memory_turns_the_lessons_five_into_four_on_an_a100():
     a100 = occ.budget("a100-sxm")
-    assert a100.smem_per_sm_bytes == occ.LESSON_SM.smem_per_sm_bytes
+    assert a100.smem_per_sm_bytes == occ.ILLUSTRATIVE_SM.smem_per_sm_bytes
     r = occ.residency(a100, 256, 64, 32 * KIB)
     assert r.smem_per_block_allocated_bytes == 33 * KIB and r.limit_smem == 4
-    assert occ.residency(occ.LESSON_SM, 256, 64, 32 * KIB).limit_smem == 5
+    assert occ.residency(occ.ILLUSTRATIVE_SM, 256, 64, 32 * KIB).limit_smem == 5
 
 
 def test_shared_memory_is_allocated_in_128_byte_units_plus_the_reservation():
@@ -155,7 +155,7 @@ def calc():
 
 
 def test_calculator_starts_on_the_lessons_example(calc):
-    assert calc.gpu.value == occ.LESSON_SM.name
+    assert calc.gpu.value == occ.ILLUSTRATIVE_SM.name
     assert shown(calc, "course-resident-blocks") == "3"
     assert shown(calc, "course-binding") == "shared memory"
     assert shown(calc, "course-active-warps") == "24"

@@ -18,7 +18,7 @@ def calc():
 
 
 def test_default_is_the_lessons_b200_at_4096_fp16(calc):
-    assert calc.gpu.value == widgets.LESSON_B200.name
+    assert calc.gpu.value == widgets.ROUND_B200.name
     assert shown(calc, "course-intensity") == "1,365.3"
     assert shown(calc, "course-ridge") == "250.0"
     assert shown(calc, "course-binding") == "compute"
@@ -29,7 +29,7 @@ def test_default_is_the_lessons_b200_at_4096_fp16(calc):
 def test_setting_controls_shows_the_models_value(calc, n, dtype):
     calc.n.value = n
     calc.dtype.value = dtype
-    e = roofline.square_gemm(n, dtype, widgets.LESSON_B200)
+    e = roofline.square_gemm(n, dtype, widgets.ROUND_B200)
     assert shown(calc, "course-intensity") == f"{e.bound.intensity:,.1f}"
     assert shown(calc, "course-binding") == e.bound.binding_roof
     assert shown(calc, "course-crossover") == f"{e.crossover_n:,.0f}"
