@@ -54,6 +54,9 @@
 #ifndef TC_GROUP_M
 #define TC_GROUP_M 8     // block rows that share a band of B in L2 (grid rasterisation)
 #endif
+#ifndef TC_SCHEDULED
+#define TC_SCHEDULED 0   // 1: persistent grids and split-K (notebook 07); 0: one tile per block, as tuned
+#endif
 #ifndef TC_MINB
 #define TC_MINB 1
 #endif
@@ -153,7 +156,7 @@ __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __rest
 template <bool ALIGNED, bool TMA>
 __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
                                           bf16_raw* __restrict__ C, int M, int N, int K,
-                                          const unsigned long long* __restrict__ tensor_maps) {
+                                          const unsigned long long* __restrict__ tensor_maps, int pid) {
     constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
     constexpr int NT = TC_THREADS;
     constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
@@ -177,7 +180,6 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     // Rasterise in groups of TC_GROUP_M block rows, so that concurrently running
     // blocks share B columns (and A rows) in L2 instead of each streaming its own.
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
     const int group = pid / (TC_GROUP_M * grid_n);
     const int first_m = group * TC_GROUP_M;
     const int rows_in_group = min(grid_m - first_m, TC_GROUP_M);
@@ -281,7 +283,16 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         for (int j = 0; j < NT8; ++j) mma_bf16(acc[i][j], a, b[j][0], b[j][1]);
     };
 
+#if TC_SCHEDULED
+    // Split-K: slice blockIdx.y of gridDim.y takes an equal run of whole BK tiles of the K loop.
+    const int k_tiles = (K + BK - 1) / BK, per_slice = (k_tiles + gridDim.y - 1) / gridDim.y;
+    const int t_first = blockIdx.y * per_slice, k_first = t_first * BK;
+    const int tiles = max(0, min(per_slice, k_tiles - t_first));
+#else
+    // The tuned kernel keeps its registers: the scheduling state costs spills at 255 registers.
+    constexpr int t_first = 0, k_first = 0;
     const int tiles = (K + BK - 1) / BK;
+#endif
     if (ALIGNED) {
         // Pipelined: all S slots are filled up front; the copy of tile t + S into tile t's slot
         // starts while tile t's last MMAs run. Fragments are read one step ahead of their MMAs:
@@ -313,14 +324,14 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             if (tid == 0) {
 #pragma unroll
                 for (int s = 0; s < S; ++s)
-                    if (s < tiles) tma_fill(s, s);
+                    if (s < tiles) tma_fill(s, t_first + s);
             }
             mbar_wait(bars, 0);
 #endif
         } else {
 #pragma unroll
             for (int s = 0; s < S; ++s) {
-                if (s < tiles) load_tile(s, s * BK);
+                if (s < tiles) load_tile(s, k_first + s * BK);
                 cp_async_commit();                  // empty groups keep the count uniform
             }
             cp_async_wait<S - 1>();                 // tile 0 has landed (this thread's copies)...
@@ -348,13 +359,13 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                                 // this fence the refill may overwrite the slot under a pending read.
                                 asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
                                 __syncthreads();   // everyone has: the slot is free
-                                if (tid == 0 && t + S < tiles) tma_fill(slot, t + S);
+                                if (tid == 0 && t + S < tiles) tma_fill(slot, t_first + t + S);
                                 if (t + 1 < tiles) mbar_wait(bars + next_slot * 8, ((t + 1) / S) & 1);
 #endif
                             } else {
                                 cp_async_wait<S - 2>();   // tile t + 1 has landed (this thread's copies)...
                                 __syncthreads();          // ...everyone's, and everyone has read tile t
-                                if (t + S < tiles) load_tile(slot, (t + S) * BK);
+                                if (t + S < tiles) load_tile(slot, k_first + (t + S) * BK);
                                 cp_async_commit();
                             }
                             if (t + 1 < tiles) load_b(bfr[0], next_slot, 0);
@@ -366,12 +377,20 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             }
             slot = next_slot;
         }
+        if (TMA && TC_SCHEDULED) {
+#if __CUDA_ARCH__ >= 900
+            __syncthreads();   // nobody waits on the barriers any more: retire them for the next tile
+            if (tid == 0)
+#pragma unroll
+                for (int s = 0; s < S; ++s) asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bars + s * 8) : "memory");
+#endif
+        }
     } else {
         // Plain: S - 1 tiles in flight; at the top of tile t one barrier says that tile t has landed
         // and that tile t - 1's slot is free for tile t + S - 1.
 #pragma unroll
         for (int s = 0; s < S - 1; ++s) {
-            if (s < tiles) load_tile(s, s * BK);
+            if (s < tiles) load_tile(s, k_first + s * BK);
             cp_async_commit();
         }
         for (int t = 0; t < tiles; ++t) {
@@ -379,7 +398,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             __syncthreads();
             {
                 int next = t + S - 1;
-                if (next < tiles) load_tile(next % S, next * BK);
+                if (next < tiles) load_tile(next % S, k_first + next * BK);
                 cp_async_commit();
             }
 #pragma unroll
@@ -398,6 +417,21 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 
     // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
     const int g = lane / 4, q = lane % 4;
+    if (TC_SCHEDULED && gridDim.y > 1) {   // split-K: this slice's fp32 partial sums, into slab blockIdx.y of the workspace
+        float* P = reinterpret_cast<float*>(C) + (size_t)blockIdx.y * M * N;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    int r = bm + wm0 + i * 16 + g + h * 8, c = bn + wn0 + j * 8 + 2 * q;
+                    if (r >= M) continue;
+                    if (c < N) P[(size_t)r * N + c] = acc[i][j][2 * h];
+                    if (c + 1 < N) P[(size_t)r * N + c + 1] = acc[i][j][2 * h + 1];
+                }
+        return;
+    }
     if (interior && (N & 1) == 0) {   // the whole tile inside C, rows 4-byte aligned: no checks
         bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
 #pragma unroll
@@ -429,29 +463,63 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                 }
             }
 }
+
+// One output tile: the pipelined body where rows are 16-byte aligned (by the TMA when the maps
+// are given), the element-wise one where they are not.
+__device__ __forceinline__ void bf16_gemm_tile(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
+                                               bf16_raw* __restrict__ C, int M, int N, int K,
+                                               const unsigned long long* __restrict__ tensor_maps, int pid) {
+    if ((K & 7) == 0 && (N & 7) == 0) {
+#if __CUDA_ARCH__ >= 900 && TC_BK == 64
+        if (tensor_maps) {
+            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps, pid);
+            return;
+        }
+#endif
+        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps, pid);
+    } else {
+        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps, pid);
+    }
+}
 #endif
 
-// Launch: block (TC_THREADS = 128), grid (ceil(M / TC_BM) * ceil(N / TC_BN)), dynamic shared
-// memory TC_SMEM_BYTES = 99392 (opt in above 48 KiB). A, B, C: raw bf16 (uint16), row-major,
-// 16-byte aligned. tensor_maps: null for cp.async copies; or, on sm_90+ with K and N multiples
-// of 8, two CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM}; B: dims {N, K},
-// box {64, TC_BK}; bf16, 128-byte swizzle, zero fill) for TMA copies. Compute capability 8.0+.
+// Launch: block (TC_THREADS = 128), grid (G, S), dynamic shared memory TC_SMEM_BYTES = 99392
+// (opt in above 48 KiB). G = ceil(M / TC_BM) * ceil(N / TC_BN) gives one output tile per block,
+// and S = 1. Compiled with TC_SCHEDULED=1, a smaller G makes the grid persistent (block b computes
+// tiles b, b + G, b + 2G, ...), and S > 1 splits K into S slices and C is then an fp32 workspace of S slabs of M x N partial sums,
+// which splitk_reduce adds up. A, B, C: raw bf16 (uint16), row-major, 16-byte aligned.
+// tensor_maps: null for cp.async copies; or, on sm_90+ with K and N multiples of 8, two
+// CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM}; B: dims {N, K}, box {64, TC_BK};
+// bf16, 128-byte swizzle, zero fill) for TMA copies. Compute capability 8.0+.
 extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
         int M, int N, int K, const unsigned long long* __restrict__ tensor_maps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if ((K & 7) == 0 && (N & 7) == 0) {
-#if __CUDA_ARCH__ >= 900 && TC_BK == 64
-        if (tensor_maps) {
-            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps);
-            return;
-        }
-#endif
-        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps);
-    } else {
-        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps);
+#if TC_SCHEDULED
+    const int tiles_mn = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
+    for (int pid = blockIdx.x; pid < tiles_mn; pid += gridDim.x) {
+        if (pid != (int)blockIdx.x) __syncthreads();   // the last tile's shared memory is free
+        bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, pid);
     }
 #else
+    bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, blockIdx.x);
+#endif
+#else
     __trap();   // bf16 mma.sync needs compute capability 8.0 or newer
+#endif
+}
+
+// One fp32 partial per slice in, C = bf16(sum of the slices) out, rounded once.
+// Launch: block (256), grid (ceil(mn / 256)). P: slices slabs of mn floats; C: mn bf16.
+extern "C" __global__ void splitk_reduce(const float* __restrict__ P, bf16_raw* __restrict__ C, int slices,
+                                         long long mn) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= mn) return;
+    float sum = 0.f;
+    for (int z = 0; z < slices; ++z) sum += P[(size_t)z * mn + i];
+    C[i] = (bf16_raw)(pack_bf16x2(sum, 0.f) & 0xffff);
+#else
+    __trap();   // the bf16 conversion needs compute capability 8.0 or newer
 #endif
 }

@@ -1,0 +1,322 @@
+"""Notebook 07's experiments: tile and wave quantization of the course's bf16 GEMM beside cuBLAS.
+
+* ``waves.n_sweep``: M = K fixed, N swept in fine steps; the course's kernel (one fixed 128x128
+  tile, so the wave model applies exactly) and cuBLAS, called in turn, with the kernel cuBLAS chose.
+* ``waves.m_sweep``: N = K fixed, M from thin (decode-like) to square.
+* ``waves.remedies``: shapes with a bad tail, and what removes it: a narrower tile, split-K, and a
+  persistent grid sized to divide the tile count.
+
+The kernel variants are the tuned ``bf16_gemm_mma`` compiled with other macros (``lab_gemm``):
+``TC_SCHEDULED=1`` adds persistent grids and split-K; ``TC_BN=64, TC_WN=32`` is a 128x64 tile.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import cuda, waves
+from .evidence import Case
+from .experiments import check_close, experiment, launch_record, require_passed
+from .lab_gemm import (BF16, _device_cc, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
+                       copy_engine, defines_to_options, macro_defaults, require_bf16_mma, tensor_maps,
+                       to_bf16_bits)
+from .smoke import covers
+
+SCHEDULED = {"TC_SCHEDULED": 1}
+NARROW = {"TC_BN": 64, "TC_WN": 32}
+KERNEL = "bf16_gemm_mma"
+
+
+def variant_name(defines: dict | None) -> str:
+    d = {**macro_defaults(BF16), **(defines or {})}
+    tags = [f"{d['TC_BM']}x{d['TC_BN']}"] + (["scheduled"] if d["TC_SCHEDULED"] else [])
+    return f"{BF16}.{KERNEL} [{', '.join(tags)}]"
+
+
+def compiled(defines: dict | None = None, arch: str | None = None):
+    return cuda.compile_family(BF16, arch, defines_to_options(defines))
+
+
+def tile_shape(defines: dict | None = None) -> tuple[int, int]:
+    d = {**macro_defaults(BF16), **(defines or {})}
+    return d["TC_BM"], d["TC_BN"]
+
+
+def resident_blocks(gpu, defines: dict | None = None, arch: str | None = None) -> int:
+    """Blocks of this variant one SM holds, from its compiled resources and the occupancy model."""
+    r = compiled(defines, arch).resources[KERNEL]
+    _, block, smem = bf16_geometry(1, 1, defines)
+    return waves.resident_blocks_per_sm(gpu, block[0], r.registers, smem + r.static_smem_bytes)
+
+
+def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | None = None, split_k: int = 1,
+        workspace=None, copies: str = "auto") -> None:
+    """C = A·B with a variant of the bf16 kernel; ``grid_blocks`` below the tile count makes the grid
+    persistent and ``split_k`` > 1 sums K slices through ``workspace`` (fp32, split_k x M x N)."""
+    import cupy
+
+    m, k = a_bits.shape
+    n = b_bits.shape[1]
+    d = {**macro_defaults(BF16), **(defines or {})}
+    if (grid_blocks is not None or split_k > 1) and not d["TC_SCHEDULED"]:
+        raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (lab_waves.SCHEDULED)")
+    if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
+        raise ValueError(f"split-K {split_k} needs an fp32 workspace of {split_k} x {m} x {n} floats")
+    (tiles,), block, smem = bf16_geometry(m, n, defines)
+    fam = compiled(defines)
+    fn = fam.function(KERNEL)
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+    engine = copy_engine(copies, _device_cc(), k, n, defines)
+    maps = tensor_maps(a_bits, b_bits, defines) if engine == "tma" else np.uint64(0)
+    out = workspace if split_k > 1 else c_bits
+    grid = (min(grid_blocks or tiles, tiles), split_k)
+    fn(grid, block, (a_bits, b_bits, out, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+    if split_k > 1:
+        mn = m * n
+        fam.function("splitk_reduce")(((mn + 255) // 256,), (256,),
+                                      (workspace, c_bits, np.int32(split_k), np.int64(mn)))
+
+
+def _operands(m: int, n: int, k: int, seed: int):
+    import cupy
+
+    a, b = to_bf16_bits(_random((m, k), seed)), to_bf16_bits(_random((k, n), seed + 1))
+    return a, b, cupy.empty((m, n), dtype=cupy.uint16)
+
+
+def _check(c_bits, ref, label: str) -> dict:
+    return check_close(bf16_bits_to_float32(c_bits), ref, label, bf16_tolerance_rel())
+
+
+def cublas_kernels(ta, tb) -> list[str]:
+    """The CUDA kernels one ``torch.mm`` launches, as the PyTorch profiler names them."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.mm(ta, tb)
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def _model_extra(m: int, n: int, k: int, sms: int, resident: int, defines=None, split_k: int = 1,
+                 grid_blocks: int | None = None) -> dict:
+    bm, bn = tile_shape(defines)
+    q = waves.quantize(m, n, bm, bn, sms, resident, split_k)
+    return {"tile": [bm, bn], "split_k": split_k, "tiles": q.grid.tiles, "blocks": q.schedule.blocks,
+            "resident_blocks_per_sm": resident, "slots": q.schedule.slots, "waves": q.schedule.waves,
+            "last_wave_fill": q.schedule.last_wave_fill, "useful_fraction": q.useful_fraction,
+            "tile_edge_efficiency": q.grid.tile_edge_efficiency, "grid_blocks": grid_blocks or q.schedule.blocks,
+            "shape": [m, n, k]}
+
+
+def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str) -> list[Case]:
+    """The course's kernel and cuBLAS at each shape, timed call by call in turn, with cuBLAS's kernel."""
+    import cupy
+    import torch
+
+    from .hardware import detect
+    from .timing import benchmark_interleaved
+
+    info = detect()
+    require_bf16_mma(info.compute_capability)
+    resident = resident_blocks(info.name)
+    cases = []
+    for m, n, k in shapes:
+        a, b, c = _operands(m, n, k, 7)
+        ta, tb = _torch_view(a), _torch_view(b)
+        lib = torch.mm(ta, tb)
+        ref_c = cupy.asarray(torch.mm(ta.double(), tb.double()))
+        run(a, b, c)
+        check = _check(c, ref_c, "float64 matmul of the same bf16 inputs")
+        lib_check = check_close(cupy.asarray(lib.float()), ref_c, "float64 matmul of the same bf16 inputs",
+                                bf16_tolerance_rel())
+        t_lib, t_course = benchmark_interleaved([lambda: torch.mm(ta, tb), lambda: run(a, b, c)], samples)
+        flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
+        params = {sweep_key: {"n_sweep": n, "m_sweep": m}[sweep_key]}
+        grid, block, smem = bf16_geometry(m, n)
+        res = compiled().resources[KERNEL]
+        cases.append(require_passed(Case(
+            f"cuBLAS {m}x{n}x{k}", params | {"kernel": "cublas"}, "cublas bf16 (torch.mm)", list(t_lib.samples_s),
+            flop, nbytes, lib_check, extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
+        cases.append(require_passed(Case(
+            f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(None), list(t_course.samples_s),
+            flop, nbytes, check, launch_record(grid, block, res, smem),
+            extra=_model_extra(m, n, k, info.sm_count, resident))))
+    return cases
+
+
+@experiment("waves.n_sweep",
+            "The course's bf16 GEMM (fixed 128x128 tile) and cuBLAS, N swept finely at M = K fixed: the sawtooth.",
+            m=4096, k=4096, n_first=1024, n_last=4608, n_step=64, samples=20)
+def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int) -> list[Case]:
+    return _pair_cases([(m, n, k) for n in range(n_first, n_last + 1, n_step)], samples, "n_sweep")
+
+
+@experiment("waves.m_sweep",
+            "The same two GEMMs with M swept from thin (decode, small batches) to square, N = K fixed.",
+            n=4096, k=4096, ms=[16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048], samples=20)
+def m_sweep(n: int, k: int, ms: list[int], samples: int) -> list[Case]:
+    return _pair_cases([(m, n, k) for m in ms], samples, "m_sweep")
+
+
+REMEDY_SHAPES = {
+    # a second wave of 24 blocks on 264 slots with 128x128 tiles; 128x64 tiles make 576 blocks on 396
+    "tile": (4096, 1152, 4096),
+    # 36 tiles for 264 slots, and a long K to split
+    "split_k": (768, 768, 16384),
+    # 270 tiles: the full grid runs 264, then 6 alone; 135 persistent blocks run 2 each
+    "persistent": (2304, 1920, 4096),
+}
+
+
+@experiment("waves.remedies",
+            "Shapes with a bad tail, and what removes it: a narrower tile, split-K, a persistent grid.",
+            split_ks=[2, 3, 4, 6, 7], persistent_grids=[270, 264, 135, 132, 90], samples=30)
+def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    from .hardware import detect
+    from .timing import benchmark_interleaved
+
+    info = detect()
+    require_bf16_mma(info.compute_capability)
+    sms = info.sm_count
+    cases = []
+    for remedy, (m, n, k) in REMEDY_SHAPES.items():
+        a, b, c = _operands(m, n, k, 11)
+        ta, tb = _torch_view(a), _torch_view(b)
+        ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
+        work = cupy.empty(max(split_ks) * m * n, dtype=cupy.float32) if remedy == "split_k" else None
+        variants = [("course 128x128, one tile per block", None, {})]
+        if remedy == "tile":
+            variants.append(("course 128x64, one tile per block", NARROW, {}))
+        if remedy == "split_k":
+            variants += [(f"course 128x128, split-K {s}", SCHEDULED, {"split_k": s, "workspace": work})
+                         for s in split_ks]
+        if remedy == "persistent":
+            variants += [(f"course 128x128, persistent grid of {g}", SCHEDULED, {"grid_blocks": g})
+                         for g in persistent_grids]
+        calls, checks = [lambda: torch.mm(ta, tb)], []
+        for _, defines, kw in variants:
+            c.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
+            run(a, b, c, defines, **kw)
+            checks.append(_check(c, ref, "float64 matmul of the same bf16 inputs"))
+            calls.append(lambda d=defines, kw=kw: run(a, b, c, d, **kw))
+        t_lib, *times = benchmark_interleaved(calls, samples)
+        flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
+        lib = torch.mm(ta, tb)
+        cases.append(require_passed(Case(
+            f"{remedy}: cuBLAS", {"remedy": remedy, "variant": "cublas"}, "cublas bf16 (torch.mm)",
+            list(t_lib.samples_s), flop, nbytes,
+            check_close(cupy.asarray(lib.float()), ref, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
+            extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
+        for (label, defines, kw), t, check in zip(variants, times, checks):
+            split = kw.get("split_k", 1)
+            grid, block, smem = bf16_geometry(m, n, defines)
+            res = compiled(defines).resources[KERNEL]
+            resident = resident_blocks(info.name, defines)
+            extra = _model_extra(m, n, k, sms, resident, defines, split, kw.get("grid_blocks"))
+            # Split-K's extra traffic: every slice writes its fp32 partials, the reduction reads them back.
+            extra["partial_bytes"] = 2 * 4.0 * split * m * n if split > 1 else 0.0
+            cases.append(require_passed(Case(
+                f"{remedy}: {label}", {"remedy": remedy, "variant": label}, variant_name(defines),
+                list(t.samples_s), flop, nbytes + extra["partial_bytes"], check,
+                launch_record((extra["grid_blocks"] if "grid_blocks" in kw else grid[0], split), block, res, smem),
+                extra=extra)))
+    return cases
+
+
+# --------------------------------------------------------------------------- analysis for the notebook
+
+def sweep_series(result, key: str) -> dict[str, list]:
+    """x values, the two kernels' medians, and the model's waves and useful fraction per shape."""
+    course = [c for c in result.cases if c.params.get("kernel") == "course"]
+    lib = {c.params[key]: c for c in result.cases if c.params.get("kernel") == "cublas"}
+    xs = [c.params[key] for c in course]
+    return {"x": xs, "course_s": [c.median_s for c in course], "cublas_s": [lib[x].median_s for x in xs],
+            "waves": [c.extra["waves"] for c in course], "useful": [c.extra["useful_fraction"] for c in course],
+            "fill": [c.extra["last_wave_fill"] for c in course], "flop": [c.flop for c in course],
+            "cublas_kernels": [lib[x].extra["cublas_kernels"] for x in xs]}
+
+
+def seconds_per_wave(series: dict, min_fill: float = 0.85) -> float:
+    """A wave's time, fitted on the shapes whose last wave is (nearly) full: median of time / waves."""
+    full = [t / w for t, w, f in zip(series["course_s"], series["waves"], series["fill"]) if f >= min_fill]
+    if not full:
+        raise ValueError(f"no shape in the sweep has a last wave at least {min_fill:.0%} full to fit on")
+    return float(np.median(full))
+
+
+def observed_steps(series: dict, seconds_per_wave_: float, fraction: float = 0.4) -> list[int]:
+    """The x values at which the measured time jumps by more than ``fraction`` of a wave."""
+    t, x = series["course_s"], series["x"]
+    return [x[i] for i in range(1, len(x)) if t[i] - t[i - 1] > fraction * seconds_per_wave_]
+
+
+def cliff_table(series: dict, seconds_per_wave_: float) -> list[dict]:
+    """Each step the model predicts (the wave count rises) against the measured steps: found within
+    one sweep step, or missed."""
+    x, w = series["x"], series["waves"]
+    seen = observed_steps(series, seconds_per_wave_)
+    rows = []
+    for i in range(1, len(x)):
+        if w[i] > w[i - 1]:
+            near = [s for s in seen if abs(x.index(s) - i) <= 1]
+            rows.append({"predicted at": x[i], "waves": f"{w[i - 1]} → {w[i]}",
+                         "measured step at": near[0] if near else None,
+                         "found": "yes" if near else "missed"})
+    return rows
+
+
+def remedy_rows(result) -> list[dict]:
+    """Each remedy against the one-tile-per-block baseline at its shape, with the share of the
+    tail's waste it recovers (the waste: the baseline's time times its idle fraction, per the model)."""
+    rows = []
+    for remedy in REMEDY_SHAPES:
+        cs = [c for c in result.cases if c.params["remedy"] == remedy]
+        base = next(c for c in cs if c.params["variant"] == "course 128x128, one tile per block")
+        lib = next(c for c in cs if c.params["variant"] == "cublas")
+        waste = base.median_s * (1.0 - base.extra["useful_fraction"])
+        for c in cs:
+            e = c.extra
+            rows.append({"shape": "x".join(map(str, lib.extra["shape"])), "variant": c.params["variant"],
+                         "median µs": c.median_s * 1e6, "TFLOP/s": c.flop_per_s / 1e12,
+                         "% of cuBLAS": 100 * lib.median_s / c.median_s,
+                         "blocks (analytic)": e.get("blocks"), "waves (analytic)": e.get("waves"),
+                         "useful (analytic)": e.get("useful_fraction"),
+                         "tail waste recovered": ((base.median_s - c.median_s) / waste
+                                                  if c is not base and "tiles" in e else None)})
+    return rows
+
+
+# --------------------------------------------------------------------------- smoke launches (sanitizer)
+
+SMOKE_SHAPES = ((1, 1, 1), (127, 129, 65), (333, 1000, 77), (200, 136, 72), (256, 256, 448))
+
+
+@covers(BF16, "splitk_reduce")
+def scheduled_smoke() -> None:
+    """The scheduled and narrow variants at edge shapes: split-K (empty slices too), persistent grids."""
+    import cupy
+
+    from .hardware import detect
+
+    if float(detect().compute_capability) < 8.0:
+        print(f"skip {BF16} variants: need compute capability 8.0+")
+        return
+    for m, n, k in SMOKE_SHAPES:
+        a, b, c = _operands(m, n, k, 5)
+        ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
+        work = cupy.empty(4 * m * n, dtype=cupy.float32)
+        for label, defines, kw in (("128x64", NARROW, {}), ("split-K 4", SCHEDULED, {"split_k": 4, "workspace": work}),
+                                   ("persistent 2", SCHEDULED, {"grid_blocks": 2}),
+                                   ("split-K 3, persistent 1", SCHEDULED, {"split_k": 3, "workspace": work,
+                                                                           "grid_blocks": 1})):
+            for copies in ("cp.async", "auto"):
+                c.fill(0xFFFF)
+                run(a, b, c, defines, copies=copies, **kw)
+                err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
+                if not err <= bf16_tolerance_rel() * float(cupy.abs(ref).max()):
+                    raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")

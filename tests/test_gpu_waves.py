@@ -1,0 +1,40 @@
+"""On a CUDA machine only (COURSE_MODE=live): notebook 07's kernel variants against float64."""
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+if os.environ.get("COURSE_MODE") != "live":
+    pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
+
+
+def test_scheduled_and_narrow_variants_are_correct_at_edge_shapes():
+    from course_lib import lab_waves
+
+    lab_waves.scheduled_smoke()
+
+
+@pytest.mark.parametrize("split_k, grid", [(5, None), (1, 7), (2, 3)])
+def test_split_k_and_persistent_grids_at_an_aligned_shape_with_tails(split_k, grid):
+    import cupy
+
+    from course_lib import lab_gemm, lab_waves
+
+    m, n, k = 1000, 776, 1096   # edge tiles in M and N, a partial last K tile, uneven slices
+    a, b, c = lab_waves._operands(m, n, k, 3)
+    work = cupy.empty(split_k * m * n, dtype=cupy.float32)
+    c.fill(0xFFFF)
+    lab_waves.run(a, b, c, lab_waves.SCHEDULED, grid_blocks=grid, split_k=split_k, workspace=work)
+    ref = lab_gemm.bf16_bits_to_float32(a).astype(cupy.float64) @ lab_gemm.bf16_bits_to_float32(b).astype(cupy.float64)
+    err = float(cupy.abs(lab_gemm.bf16_bits_to_float32(c) - ref).max())
+    assert err <= lab_gemm.bf16_tolerance_rel() * float(cupy.abs(ref).max()), err
+
+
+def test_split_k_without_the_scheduled_variant_is_refused():
+    import cupy
+
+    from course_lib import lab_waves
+
+    a, b, c = lab_waves._operands(64, 64, 64, 1)
+    with pytest.raises(ValueError, match="TC_SCHEDULED"):
+        lab_waves.run(a, b, c, None, split_k=2, workspace=cupy.empty(2 * 64 * 64, dtype=cupy.float32))
