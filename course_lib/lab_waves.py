@@ -146,11 +146,41 @@ def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str
     return cases
 
 
+WAVE_METRICS = ["launch__waves_per_multiprocessor", "launch__occupancy_limit_registers",
+                "launch__occupancy_limit_shared_mem", "launch__grid_size"]
+
+
+def profile_launches(m: int, k: int, ns: list[int]) -> None:
+    """One launch of the course's kernel per N, in order: what ncu profiles for ``waves.n_sweep``."""
+    import cupy
+
+    for n in ns:
+        a, b, c = _operands(m, n, k, 7)
+        run(a, b, c)
+    cupy.cuda.Device().synchronize()
+
+
 @experiment("waves.n_sweep",
             "The course's bf16 GEMM (fixed 128x128 tile) and cuBLAS, N swept finely at M = K fixed: the sawtooth.",
-            m=4096, k=4096, n_first=1024, n_last=4608, n_step=64, samples=20)
-def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int) -> list[Case]:
-    return _pair_cases([(m, n, k) for n in range(n_first, n_last + 1, n_step)], samples, "n_sweep")
+            m=4096, k=4096, n_first=1024, n_last=4608, n_step=64, samples=20,
+            profiled_ns=[1024, 1088, 2112, 2176, 3136, 3200, 4224, 4288])
+def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int, profiled_ns: list[int]) -> list[Case]:
+    from . import profiler
+
+    cases = _pair_cases([(m, n, k) for n in range(n_first, n_last + 1, n_step)], samples, "n_sweep")
+    chosen = [c for c in cases if c.params["kernel"] == "course" and c.params["n_sweep"] in profiled_ns]
+    script = f"from course_lib import lab_waves; lab_waves.profile_launches({m}, {k}, {[c.params['n_sweep'] for c in chosen]})"
+    profiler.attach_profiles(chosen, script, WAVE_METRICS, f"^{KERNEL}$", [KERNEL] * len(chosen))
+    return cases
+
+
+def ncu_wave_rows(result) -> list[dict]:
+    """ncu's waves per SM for the profiled shapes beside the model's (blocks / slots)."""
+    return [{"N": c.params["n_sweep"], "blocks": c.extra["blocks"], "slots (analytic)": c.extra["slots"],
+             "waves (analytic, blocks / slots)": c.extra["blocks"] / c.extra["slots"],
+             "launch__waves_per_multiprocessor (ncu)": c.extra["ncu"]["launch__waves_per_multiprocessor"],
+             "waves run (analytic, rounded up)": c.extra["waves"]}
+            for c in result.cases if "ncu" in c.extra]
 
 
 @experiment("waves.m_sweep",
