@@ -268,7 +268,8 @@ def sweep_series(result, key: str) -> dict[str, list]:
     return {"x": xs, "course_s": [c.median_s for c in course], "cublas_s": [lib[x].median_s for x in xs],
             "waves": [c.extra["waves"] for c in course], "useful": [c.extra["useful_fraction"] for c in course],
             "fill": [c.extra["last_wave_fill"] for c in course], "flop": [c.flop for c in course],
-            "cublas_kernels": [lib[x].extra["cublas_kernels"] for x in xs]}
+            "cublas_kernels": [[k for k in lib[x].extra["cublas_kernels"] if not k.startswith("Memset")]
+                               for x in xs]}
 
 
 def seconds_per_wave(series: dict, min_fill: float = 0.85) -> float:
@@ -279,7 +280,7 @@ def seconds_per_wave(series: dict, min_fill: float = 0.85) -> float:
     return float(np.median(full))
 
 
-def observed_steps(series: dict, seconds_per_wave_: float, fraction: float = 0.4) -> list[int]:
+def observed_steps(series: dict, seconds_per_wave_: float, fraction: float = 0.3) -> list[int]:
     """The x values at which the measured time jumps by more than ``fraction`` of a wave."""
     t, x = series["course_s"], series["x"]
     return [x[i] for i in range(1, len(x)) if t[i] - t[i - 1] > fraction * seconds_per_wave_]
@@ -298,6 +299,28 @@ def cliff_table(series: dict, seconds_per_wave_: float) -> list[dict]:
                          "measured step at": near[0] if near else None,
                          "found": "yes" if near else "missed"})
     return rows
+
+
+def sm_round_steps(series: dict, result) -> list[int]:
+    """Where the count of *SM rounds* rises: blocks / SMs, rounded up. With two resident blocks per SM
+    a block alone on its SM finishes sooner than two sharing one, so time can step every SM count of
+    blocks, twice per wave of slots. The second model the sweep is compared with."""
+    course = [c for c in result.cases if c.params.get("kernel") == "course"]
+    rounds = [-(-c.extra["blocks"] // (c.extra["slots"] // c.extra["resident_blocks_per_sm"])) for c in course]
+    x = series["x"]
+    return [x[i] for i in range(1, len(x)) if rounds[i] > rounds[i - 1]]
+
+
+def step_table(series: dict, result, seconds_per_wave_: float) -> list[dict]:
+    """Every measured step, and which model predicts it: the wave model (slots) or the SM-round model."""
+    seen = observed_steps(series, seconds_per_wave_)
+    x, w = series["x"], series["waves"]
+    by_wave = {x[i] for i in range(1, len(x)) if w[i] > w[i - 1]}
+    by_round = set(sm_round_steps(series, result))
+    near = lambda s, pts: any(abs(x.index(s) - x.index(p)) <= 1 for p in pts)  # noqa: E731
+    return [{"measured step at N": s, "µs before → after": f"{series['course_s'][x.index(s) - 1] * 1e6:.0f} → "
+             f"{series['course_s'][x.index(s)] * 1e6:.0f}", "wave model (analytic)": "yes" if near(s, by_wave) else "no",
+             "SM-round model (analytic)": "yes" if near(s, by_round) else "no"} for s in seen]
 
 
 def remedy_rows(result) -> list[dict]:
@@ -350,3 +373,42 @@ def scheduled_smoke() -> None:
                 err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
                 if not err <= bf16_tolerance_rel() * float(cupy.abs(ref).max()):
                     raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")
+
+
+def sweep_figure(result, key: str = "n_sweep"):
+    """Time and TFLOP/s against the swept size: both kernels, and the wave model's prediction."""
+    import matplotlib.pyplot as plt
+
+    s = sweep_series(result, key)
+    per_wave = seconds_per_wave(s)
+    x = s["x"]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.4), sharex=True)
+    top.plot(x, [t * 1e6 for t in s["course_s"]], "o-", ms=3, label="course bf16_gemm_mma (128×128 tile)")
+    top.plot(x, [t * 1e6 for t in s["cublas_s"]], "s-", ms=3, label="cuBLAS bf16")
+    top.step(x, [w * per_wave * 1e6 for w in s["waves"]], where="mid", color="grey", ls="--",
+             label=f"waves × {per_wave * 1e6:.0f} µs (analytic, fitted on full waves)")
+    top.set_ylabel("median time (µs)")
+    top.legend(fontsize=8)
+    bottom.plot(x, [f / t / 1e12 for f, t in zip(s["flop"], s["course_s"])], "o-", ms=3, label="course")
+    bottom.plot(x, [f / t / 1e12 for f, t in zip(s["flop"], s["cublas_s"])], "s-", ms=3, label="cuBLAS")
+    bottom.set_ylabel("TFLOP/s")
+    bottom.set_xlabel({"n_sweep": "N", "m_sweep": "M"}[key])
+    bottom.legend(fontsize=8)
+    m, n, k = (result.params.get(v) for v in ("m", "n", "k"))
+    fixed = f"M = {m}, K = {k}" if key == "n_sweep" else f"N = {n}, K = {k}"
+    top.set_title(f"{fixed}: {result.provenance}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def cublas_switch_rows(result, key: str = "n_sweep") -> list[dict]:
+    """The shapes at which cuBLAS changes kernel: its tile, from the kernel's name, beside its time."""
+    s = sweep_series(result, key)
+    rows, last = [], None
+    for x, names, t in zip(s["x"], s["cublas_kernels"], s["cublas_s"]):
+        name = " + ".join(n.split("(")[0].split("<")[0] for n in names)
+        if name != last:
+            rows.append({key.split("_")[0].upper(): x, "cuBLAS kernel (PyTorch profiler)": name,
+                         "median µs": t * 1e6})
+            last = name
+    return rows
