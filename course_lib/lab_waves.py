@@ -61,6 +61,10 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
         raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (lab_waves.SCHEDULED)")
     if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
         raise ValueError(f"split-K {split_k} needs an fp32 workspace of {split_k} x {m} x {n} floats")
+    if split_k > 1 and empty_slices(k, split_k, defines):
+        # The kernel's TMA path would wait for ever on a slice that holds no K tile.
+        raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, defines)} tiles "
+                         f"of {d['TC_BK']}); use a split of at most {max_split(k, defines)}")
     (tiles,), block, smem = bf16_geometry(m, n, defines)
     fam = compiled(defines)
     fn = fam.function(KERNEL)
@@ -75,6 +79,20 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
         mn = m * n
         fam.function("splitk_reduce")(((mn + 255) // 256,), (256,),
                                       (workspace, c_bits, np.int32(split_k), np.int64(mn)))
+
+
+def k_tiles(k: int, defines: dict | None = None) -> int:
+    return -(-k // {**macro_defaults(BF16), **(defines or {})}["TC_BK"])
+
+
+def empty_slices(k: int, split_k: int, defines: dict | None = None) -> bool:
+    """Whether the kernel's split of K into ``split_k`` equal runs of whole tiles leaves one empty."""
+    tiles = k_tiles(k, defines)
+    return (split_k - 1) * -(-tiles // split_k) >= tiles
+
+
+def max_split(k: int, defines: dict | None = None) -> int:
+    return max(s for s in range(1, k_tiles(k, defines) + 1) if not empty_slices(k, s, defines))
 
 
 def _operands(m: int, n: int, k: int, seed: int):
@@ -362,11 +380,14 @@ def scheduled_smoke() -> None:
     for m, n, k in SMOKE_SHAPES:
         a, b, c = _operands(m, n, k, 5)
         ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
-        work = cupy.empty(4 * m * n, dtype=cupy.float32)
-        for label, defines, kw in (("128x64", NARROW, {}), ("split-K 4", SCHEDULED, {"split_k": 4, "workspace": work}),
-                                   ("persistent 2", SCHEDULED, {"grid_blocks": 2}),
-                                   ("split-K 3, persistent 1", SCHEDULED, {"split_k": 3, "workspace": work,
-                                                                           "grid_blocks": 1})):
+        split = min(4, max_split(k, SCHEDULED))
+        work = cupy.empty(split * m * n, dtype=cupy.float32)
+        variants = [("128x64", NARROW, {}), ("persistent 2", SCHEDULED, {"grid_blocks": 2})]
+        if split > 1:
+            variants += [(f"split-K {split}", SCHEDULED, {"split_k": split, "workspace": work}),
+                         (f"split-K {split}, persistent 1", SCHEDULED, {"split_k": split, "workspace": work,
+                                                                      "grid_blocks": 1})]
+        for label, defines, kw in variants:
             for copies in ("cp.async", "auto"):
                 c.fill(0xFFFF)
                 run(a, b, c, defines, copies=copies, **kw)

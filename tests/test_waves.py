@@ -224,3 +224,13 @@ def test_impossible_input_is_a_message_not_a_traceback(control, value, name):
     assert f"{name} must be a positive whole number" in calc.answer.value
     getattr(calc, control).value = 128                      # and it recovers
     assert "course-calc-error" not in calc.answer.value
+
+
+def test_split_k_slices_are_never_empty():
+    """The bf16 kernel's TMA path would hang on a slice with no K tile; the host refuses such splits."""
+    from course_lib import lab_waves
+
+    assert lab_waves.k_tiles(72) == 2 and lab_waves.max_split(72) == 2
+    assert lab_waves.empty_slices(72, 3) and not lab_waves.empty_slices(72, 2)
+    assert not lab_waves.empty_slices(16384, 7)                 # the recorded remedy: 256 tiles in 7 slices
+    assert lab_waves.empty_slices(448, 6) and lab_waves.max_split(448) == 7   # 7 tiles: 6 slices leave one empty
