@@ -331,6 +331,43 @@ def tile_scenario(nb: LabNotebook, calc) -> None:
     tile_model(nb, calc, "choosing GPU NVIDIA T4")
 
 
+# --------------------------------------------------------------------------- 07: waves
+
+WAVE_BOXES = {"m": "M", "n": "N", "bm": "BM", "bn": "BN", "split": "split-K", "resident": "resident blocks/SM"}
+
+
+def wave_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_waves' spans (course_lib/widgets_waves.py) from course_lib.waves, for the spec-table GPUs."""
+    from course_lib import waves
+    from course_lib.hardware import SPECS
+
+    sms = {g.name: g.sm_count for g in SPECS.values()}
+
+    def expected():
+        v = {key: nb.read_int(calc, label) for key, label in WAVE_BOXES.items()}
+        try:
+            q = waves.quantize(v["m"], v["n"], v["bm"], v["bn"], sms[nb.read(calc, "widget-dropdown", "GPU")],
+                               v["resident"], v["split"])
+        except ValueError as exc:
+            return error_expected(exc)
+        s = q.schedule
+        return {".course-tiles": f"{q.grid.tiles:,}", ".course-blocks": f"{s.blocks:,}",
+                ".course-waves": f"{s.waves:,}", ".course-last-wave": f"{s.last_wave_blocks:,}",
+                ".course-useful": f"{100 * q.useful_fraction:.2f}%"}
+
+    nb.expect_model(calc, expected, after)
+
+
+def wave_scenario(nb: LabNotebook, calc) -> None:
+    """Past a cliff: N = 4288 adds a fifth wave at 2 blocks per SM; then split-K 4 on a small output."""
+    nb.make(calc, typed("N", 4288))
+    wave_model(nb, calc, "typing N 4288")
+    nb.make(calc, typed("M", 768))
+    nb.make(calc, typed("N", 768))
+    nb.make(calc, typed("split-K", 4))
+    wave_model(nb, calc, "typing M = N = 768 and split-K 4")
+
+
 # Each row: a notebook's calculator. The generic part (run all, find, check the model, make the
 # move, check the answer changed and follows the model, look for widget errors, screenshot) runs
 # for every row; scenario adds learner steps (before the move) with model checks.
@@ -353,6 +390,9 @@ CALCULATORS = [
     CalculatorCase(id="06_tiles", notebook="06_gemm_ladder.ipynb", anchor="outputs/thread",
                    move=typed("stages", 5), screenshot="tile_calculator.png",
                    model=tile_model, scenario=tile_scenario),
+    CalculatorCase(id="07_waves", notebook="07_waves.ipynb", anchor="resident blocks/SM",
+                   move=typed("resident blocks/SM", 3), screenshot="wave_calculator.png",
+                   model=wave_model, scenario=wave_scenario),
 ]
 
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.
