@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import occupancy
+from .launch_geometry import cdiv
 from .hardware import GpuSpec
 
 
@@ -28,10 +29,6 @@ def _whole(name: str, value, allowed: str = "1, 2, 3, …") -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive whole number ({allowed}), got {value!r}")
     return int(value)
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # --------------------------------------------------------------------------- tile-edge quantization
@@ -48,11 +45,11 @@ class TileGrid:
 
     @property
     def tiles_m(self) -> int:
-        return _cdiv(self.m, self.block_m)
+        return cdiv(self.m, self.block_m)
 
     @property
     def tiles_n(self) -> int:
-        return _cdiv(self.n, self.block_n)
+        return cdiv(self.n, self.block_n)
 
     @property
     def tiles(self) -> int:
@@ -113,7 +110,7 @@ class WaveSchedule:
 
     @property
     def waves(self) -> int:
-        return _cdiv(self.blocks, self.slots)
+        return cdiv(self.blocks, self.slots)
 
     @property
     def last_wave_blocks(self) -> int:
@@ -228,7 +225,7 @@ class Padding:
     @property
     def padded(self) -> int:
         """The smallest multiple of the tile edge that holds ``size``."""
-        return _cdiv(self.size, self.tile) * self.tile
+        return cdiv(self.size, self.tile) * self.tile
 
     @property
     def padding(self) -> int:
