@@ -135,6 +135,17 @@ def spec(key_or_name: str) -> GpuSpec:
     raise KeyError(f"{key_or_name!r} is not in the spec table; known: {', '.join(SPECS)}")
 
 
+def gpu_spec(gpu: "GpuSpec | str") -> GpuSpec:
+    """A ``GpuSpec`` as it is, or the spec-table entry of a key or device name; ValueError if unknown."""
+    if isinstance(gpu, GpuSpec):
+        return gpu
+    try:
+        return spec(gpu)
+    except KeyError:
+        raise ValueError(f"gpu must be a GPU of the spec table; choose one of {', '.join(SPECS)}; "
+                         f"got {gpu!r}") from None
+
+
 _NAME_TO_KEY = [
     (r"\bt4\b", "t4"), (r"\bl4\b", "l4"), (r"\ba10\b", "a10"), (r"\ba100\b", "a100-sxm"),
     (r"\bh100\b", "h100-sxm"), (r"\bh200\b", "h200"), (r"\bb200\b", "b200"),

@@ -21,14 +21,8 @@ from dataclasses import dataclass
 
 from . import occupancy
 from .launch_geometry import cdiv
+from .validate import whole_number
 from .hardware import GpuSpec
-
-
-def _whole(name: str, value, allowed: str = "1, 2, 3, …") -> int:
-    """A positive int, or a ValueError naming the parameter and what it may be."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number ({allowed}), got {value!r}")
-    return int(value)
 
 
 # --------------------------------------------------------------------------- tile-edge quantization
@@ -75,11 +69,11 @@ class TileGrid:
 
     def useful_flop(self, k: int) -> int:
         """2·M·N·K: the multiply-adds the product needs (one counts 2)."""
-        return 2 * self.m * self.n * _whole("K", k)
+        return 2 * self.m * self.n * whole_number("K", k)
 
     def issued_flop(self, k: int) -> int:
         """The multiply-adds the tiles execute, padding included (split-K cuts K, adds none)."""
-        return 2 * self.issued_m * self.issued_n * _whole("K", k)
+        return 2 * self.issued_m * self.issued_n * whole_number("K", k)
 
     def tile_extent(self, row: int, col: int) -> tuple[int, int]:
         """Rows and columns of tile (row, col) that fall inside M × N; the rest is padding."""
@@ -89,8 +83,8 @@ class TileGrid:
 
 
 def tile_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> TileGrid:
-    return TileGrid(_whole("M", m), _whole("N", n), _whole("BM", block_m), _whole("BN", block_n),
-                    _whole("split-K", split_k, "1 for none, 2, 3, …"))
+    return TileGrid(whole_number("M", m), whole_number("N", n), whole_number("BM", block_m), whole_number("BN", block_n),
+                    whole_number("split-K", split_k, "1 for none, 2, 3, …"))
 
 
 # --------------------------------------------------------------------------- wave quantization
@@ -128,8 +122,8 @@ class WaveSchedule:
 
 
 def schedule(blocks: int, sm_count: int, resident_blocks_per_sm: int) -> WaveSchedule:
-    return WaveSchedule(_whole("blocks", blocks), _whole("SM count", sm_count),
-                        _whole("resident blocks per SM", resident_blocks_per_sm))
+    return WaveSchedule(whole_number("blocks", blocks), whole_number("SM count", sm_count),
+                        whole_number("resident blocks per SM", resident_blocks_per_sm))
 
 
 # --------------------------------------------------------------------------- both together
@@ -177,7 +171,7 @@ def predicted_seconds(waves: int, seconds_per_wave: float) -> float:
     if isinstance(seconds_per_wave, bool) or not isinstance(seconds_per_wave, numbers.Real) \
             or not seconds_per_wave > 0:
         raise ValueError(f"seconds per wave must be a positive number, got {seconds_per_wave!r}")
-    return _whole("waves", waves) * float(seconds_per_wave)
+    return whole_number("waves", waves) * float(seconds_per_wave)
 
 
 @dataclass(frozen=True)
@@ -200,7 +194,7 @@ class Cliff:
 def cliffs(m: int, ns: Iterable[int], block_m: int, block_n: int, sm_count: int, resident_blocks_per_sm: int,
            split_k: int = 1) -> list[Cliff]:
     """Every step up in tiles or waves along increasing N values (``range(1024, 4609, 64)``) at fixed M."""
-    ns = [_whole("N", n) for n in ns]
+    ns = [whole_number("N", n) for n in ns]
     if any(b <= a for a, b in zip(ns, ns[1:])):
         raise ValueError("N values must be strictly increasing")
     found, before = [], None
@@ -240,4 +234,4 @@ class Padding:
 
 
 def pad_to_tile(size: int, tile: int) -> Padding:
-    return Padding(_whole("size", size), _whole("tile", tile))
+    return Padding(whole_number("size", size), whole_number("tile", tile))
