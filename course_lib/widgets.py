@@ -36,6 +36,21 @@ def _bars(compute_s: float, memory_s: float) -> str:
     return "".join(rows)
 
 
+# One colour per wave or iteration in the calculators' drawings (repeating after ten).
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+           "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+
+
+def span(cls: str, value) -> str:
+    """A value in the answer HTML, tagged with the class the tests and the browser test read."""
+    return f'<span class="{cls}">{html.escape(str(value))}</span>'
+
+
+def int_box(label: str, value: int, width: str = "150px") -> W.IntText:
+    return W.IntText(value=value, description=label, layout=W.Layout(width=width),
+                     style={"description_width": "initial"})
+
+
 def error_html(message: str) -> str:
     return f'<div class="course-calc-error" style="color:#b00020">⚠ {html.escape(message)}</div>'
 

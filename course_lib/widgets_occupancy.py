@@ -9,19 +9,10 @@ import ipywidgets as W
 from . import launch_geometry as lg
 from . import occupancy as occ
 from .hardware import KIB
-from .widgets import error_html
+from .widgets import error_html, int_box, span
 
 CUSTOM = "custom SM (type its limits)"
 TYPED = "(type the kernel's resources)"
-
-
-def _span(cls: str, value) -> str:
-    return f'<span class="{cls}">{html.escape(str(value))}</span>'
-
-
-def _int(label: str, value: int, width: str = "170px") -> W.IntText:
-    return W.IntText(value=value, description=label, layout=W.Layout(width=width),
-                     style={"description_width": "initial"})
 
 
 # --------------------------------------------------------------------------- notebook 02
@@ -32,16 +23,16 @@ class LaunchGeometryCalculator:
 
     def __init__(self, m: int = 1000, n: int = 700, k: int = 300, block_m: int = 64, block_n: int = 64,
                  block_k: int = 32, threads: int = 256):
-        self.m, self.n, self.k = _int("M", m, "130px"), _int("N", n, "130px"), _int("K", k, "130px")
-        self.bm, self.bn, self.bk = _int("BM", block_m, "120px"), _int("BN", block_n, "120px"), _int("BK", block_k, "120px")
+        self.m, self.n, self.k = int_box("M", m, "130px"), int_box("N", n, "130px"), int_box("K", k, "130px")
+        self.bm, self.bn, self.bk = int_box("BM", block_m, "120px"), int_box("BN", block_n, "120px"), int_box("BK", block_k, "120px")
         self.operand = W.ToggleButtons(options=["A", "B"], value="A", description="operand",
                                        style={"button_width": "50px"})
-        self.stride_row = _int("row stride", k, "170px")
-        self.stride_col = _int("column stride", 1, "170px")
-        self.pid = _int("program id", 0, "150px")
-        self.stage = _int("stage (k0 = stage·BK)", 0, "210px")
-        self.threads = _int("threads/block", threads, "170px")
-        self.warp = _int("warp", 0, "120px")
+        self.stride_row = int_box("row stride", k, "170px")
+        self.stride_col = int_box("column stride", 1, "170px")
+        self.pid = int_box("program id", 0, "150px")
+        self.stage = int_box("stage (k0 = stage·BK)", 0, "210px")
+        self.threads = int_box("threads/block", threads, "170px")
+        self.warp = int_box("warp", 0, "120px")
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.operand.observe(self._operand_changed, "value")
@@ -107,15 +98,15 @@ def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.Lane
             f"outputs are inside C, {tile.masked_elements:,} masked" if tile.is_edge else "an interior tile")
     return (
         f'<div class="course-calc-result">'
-        f"Grid: {_span('course-grid-m', grid.grid_m)} × {_span('course-grid-n', grid.grid_n)} = "
-        f"<b>{_span('course-blocks', f'{grid.blocks:,}')}</b> blocks; the tiles cover "
+        f"Grid: {span('course-grid-m', grid.grid_m)} × {span('course-grid-n', grid.grid_n)} = "
+        f"<b>{span('course-blocks', f'{grid.blocks:,}')}</b> blocks; the tiles cover "
         f"{grid.issued_elements:,} outputs of which {100 * grid.useful_fraction:.1f}% are inside C<br>"
-        f"Program id {tile.pid} → pid_m = {_span('course-pid-m', tile.pid_m)}, pid_n = "
-        f"{_span('course-pid-n', tile.pid_n)}; it owns C[{_span('course-m0', tile.m0)}:{tile.m0 + tile.block_m}, "
-        f"{_span('course-n0', tile.n0)}:{tile.n0 + tile.block_n}], {edge}<br>"
-        f"Stage k0 = {k0}: this warp's lanes load {_span('course-loading', s.loading)}, "
-        f"{_span('course-masked', s.masked)} masked, {_span('course-idle', s.idle)} idle; "
-        f"{s.bytes_requested} bytes requested in {_span('course-sectors', s.sectors)} 32-byte sectors"
+        f"Program id {tile.pid} → pid_m = {span('course-pid-m', tile.pid_m)}, pid_n = "
+        f"{span('course-pid-n', tile.pid_n)}; it owns C[{span('course-m0', tile.m0)}:{tile.m0 + tile.block_m}, "
+        f"{span('course-n0', tile.n0)}:{tile.n0 + tile.block_n}], {edge}<br>"
+        f"Stage k0 = {k0}: this warp's lanes load {span('course-loading', s.loading)}, "
+        f"{span('course-masked', s.masked)} masked, {span('course-idle', s.idle)} idle; "
+        f"{s.bytes_requested} bytes requested in {span('course-sectors', s.sectors)} 32-byte sectors"
         f'<table style="font-size:85%;margin-top:4px"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
         f"</tbody></table><small>analytic: launch_geometry from the sizes and strides above</small></div>")
 
@@ -134,14 +125,14 @@ class ResidencyCalculator:
                               layout=W.Layout(width="460px"))
         self.kernel = W.Dropdown(options=[TYPED, *(kernels if kernels is not None else _course_kernels())],
                                  description="kernel", layout=W.Layout(width="460px"))
-        self.threads = _int("threads/block", threads)
-        self.registers = _int("registers/thread", registers)
+        self.threads = int_box("threads/block", threads, "170px")
+        self.registers = int_box("registers/thread", registers, "170px")
         self.smem_kib = W.FloatText(value=smem_kib, description="shared memory/block (KiB)",
                                     layout=W.Layout(width="250px"), style={"description_width": "initial"})
-        self.c_threads = _int("threads/SM", 2048, "150px")
-        self.c_warps = _int("warps/SM", 64, "140px")
-        self.c_blocks = _int("blocks/SM", 32, "140px")
-        self.c_regs = _int("registers/SM", 65536, "190px")
+        self.c_threads = int_box("threads/SM", 2048, "150px")
+        self.c_warps = int_box("warps/SM", 64, "140px")
+        self.c_blocks = int_box("blocks/SM", 32, "140px")
+        self.c_regs = int_box("registers/SM", 65536, "190px")
         self.c_smem = W.FloatText(value=164.0, description="smem/SM (KiB)", layout=W.Layout(width="190px"),
                                   style={"description_width": "initial"})
         self.note = W.HTML()
@@ -249,10 +240,10 @@ def render_residency(r: occ.Residency, b: occ.SmBudget) -> str:
         f"<b>{html.escape(b.name)}</b>: {r.threads_per_block} threads/block ({r.warps_per_block} warps), "
         f"{r.registers_per_thread} registers/thread, {occ.fmt_bytes(r.smem_per_block_bytes)} shared memory/block"
         f'<table style="font-size:90%">{"".join(rows)}</table>'
-        f"Resident blocks per SM: <b>{_span('course-resident-blocks', r.resident_blocks)}</b>, limited by "
-        f"<b>{_span('course-binding', r.limiter)}</b><br>"
-        f"Active warps: {_span('course-active-warps', r.active_warps)} of {r.max_warps_per_sm}; occupancy "
-        f"<b>{_span('course-occupancy', f'{100 * r.occupancy:.1f}%')}</b>{_bar(r.active_warps, r.max_warps_per_sm)}"
+        f"Resident blocks per SM: <b>{span('course-resident-blocks', r.resident_blocks)}</b>, limited by "
+        f"<b>{span('course-binding', r.limiter)}</b><br>"
+        f"Active warps: {span('course-active-warps', r.active_warps)} of {r.max_warps_per_sm}; occupancy "
+        f"<b>{span('course-occupancy', f'{100 * r.occupancy:.1f}%')}</b>{_bar(r.active_warps, r.max_warps_per_sm)}"
         f"<small>analytic: occupancy model, {html.escape(b.source)}</small></div>")
 
 

@@ -7,48 +7,45 @@ import ipywidgets as W
 
 from . import tiling
 from .hardware import KIB, SPECS, GpuSpec
-from .widgets import error_html
+from .widgets import error_html, span
 
 ESTIMATE = 0   # the registers box: 0 means "estimate it"
 
-
-def _span(cls: str, text: str) -> str:
-    return f'<span class="{cls}">{html.escape(text)}</span>'
 
 
 def render_tile(e: tiling.TileEstimate) -> str:
     """The answer panel for one estimate (also used by the tests to know what must be shown)."""
     tm, tn = e.thread_tile
-    regs = (f"{_span('course-registers', str(e.registers_per_thread))} "
+    regs = (f"{span('course-registers', str(e.registers_per_thread))} "
             f"({'estimated: accumulators + fragments + an allowance; the compiler decides' if e.registers_estimated else 'as typed'})")
     if e.residency is not None:
         r = e.residency
-        resident = (f"{_span('course-blocks', str(r.resident_blocks))} blocks per SM "
+        resident = (f"{span('course-blocks', str(r.resident_blocks))} blocks per SM "
                     f"(limited by {html.escape(r.limiter)}), {r.active_warps} warps, occupancy "
-                    f"{_span('course-occupancy', f'{100 * r.occupancy:.1f}%')}")
+                    f"{span('course-occupancy', f'{100 * r.occupancy:.1f}%')}")
     else:
-        resident = _span("course-blocks", "—") + " (the tile does not launch)"
+        resident = span("course-blocks", "—") + " (the tile does not launch)"
     if e.fits:
-        verdict = (f'<div class="course-tile-fits" style="color:#1b5e20">✔ {_span("course-fits", "fits")} '
+        verdict = (f'<div class="course-tile-fits" style="color:#1b5e20">✔ {span("course-fits", "fits")} '
                    f"on {html.escape(e.gpu)}</div>")
     else:
         items = "".join(f"<li>{html.escape(p)}</li>" for p in e.problems)
         verdict = (f'<div class="course-calc-error" style="color:#b00020">✘ '
-                   f'{_span("course-fits", "does not fit")} on {html.escape(e.gpu)}:<ul>{items}</ul></div>')
+                   f'{span("course-fits", "does not fit")} on {html.escape(e.gpu)}:<ul>{items}</ul></div>')
     return (
         f'<div class="course-calc-result" data-fits="{str(e.fits).lower()}">'
         f"<b>{e.block_m}×{e.block_n}×{e.block_k}</b> tile, {e.dtype}, {e.stages} stage(s), {e.threads} threads, "
         f"{e.outputs_per_thread} outputs per thread ({tm}×{tn})<br>"
-        f"One stage: {_span('course-stage-flop', f'{e.stage_flop:,}')} FLOPs on "
-        f"{_span('course-stage-bytes', f'{e.stage_bytes:,.0f}')} bytes of A and B<br>"
-        f"Stage intensity against HBM: {_span('course-hbm-intensity', f'{e.hbm_intensity:,.1f}')} FLOP/byte "
+        f"One stage: {span('course-stage-flop', f'{e.stage_flop:,}')} FLOPs on "
+        f"{span('course-stage-bytes', f'{e.stage_bytes:,.0f}')} bytes of A and B<br>"
+        f"Stage intensity against HBM: {span('course-hbm-intensity', f'{e.hbm_intensity:,.1f}')} FLOP/byte "
         f"(2·B_M·B_N / (b·(B_M+B_N)))<br>"
-        f"Intensity against shared memory: {_span('course-smem-intensity', f'{e.smem_intensity:,.2f}')} FLOP/byte "
+        f"Intensity against shared memory: {span('course-smem-intensity', f'{e.smem_intensity:,.2f}')} FLOP/byte "
         f"(each thread reads {tm}+{tn} values per k for {2 * tm * tn} FLOPs)<br>"
-        f"Shared-memory staging: {_span('course-staging', f'{e.staging_bytes / KIB:,.1f} KiB')} "
+        f"Shared-memory staging: {span('course-staging', f'{e.staging_bytes / KIB:,.1f} KiB')} "
         f"({e.staging_bytes:,.0f} bytes)<br>"
-        f"fp32 accumulator tile: {_span('course-accumulator', f'{e.accumulator_bytes / KIB:,.1f} KiB')}, "
-        f"{_span('course-acc-regs', str(e.accumulator_registers_per_thread))} registers per thread<br>"
+        f"fp32 accumulator tile: {span('course-accumulator', f'{e.accumulator_bytes / KIB:,.1f} KiB')}, "
+        f"{span('course-acc-regs', str(e.accumulator_registers_per_thread))} registers per thread<br>"
         f"Registers per thread: {regs}<br>Residency: {resident}{verdict}"
         f"<small>analytic: the tiling and occupancy models, {html.escape(e.gpu)}'s spec-table limits</small></div>")
 

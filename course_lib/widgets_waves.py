@@ -9,17 +9,12 @@ import ipywidgets as W
 
 from . import waves
 from .hardware import SPECS, GpuSpec, spec
-from .widgets import error_html
+from .widgets import error_html, int_box, PALETTE, span
 
 MAX_DRAWN_TILES = 64          # per side: beyond this the SVG grows heavy and the squares unreadable
 DRAWING_PX = 448
 N_SLIDER_MAX = 16384
-WAVE_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
-                "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
 
-
-def _span(cls: str, text: str) -> str:
-    return f'<span class="{cls}">{html.escape(text)}</span>'
 
 
 def _pct(x: float) -> str:
@@ -27,7 +22,7 @@ def _pct(x: float) -> str:
 
 
 def _colour(wave: int) -> str:
-    return WAVE_COLOURS[(wave - 1) % len(WAVE_COLOURS)]
+    return PALETTE[(wave - 1) % len(PALETTE)]
 
 
 def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
@@ -67,9 +62,9 @@ def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
            f'viewBox="0 0 {width} {height}">{"".join(shapes)}{grid_lines}</svg>')
     first, last = waves.wave_of_tile(q, 0, 0), waves.wave_of_tile(q, rows - 1, cols - 1)
     legend = " ".join(f'<span style="background:{_colour(w)};color:#fff;padding:0 4px">wave {w}</span>'
-                      for w in range(first, min(last, first + len(WAVE_COLOURS) - 1) + 1))
-    if last - first >= len(WAVE_COLOURS):
-        legend += f" (colours repeat every {len(WAVE_COLOURS)} waves)"
+                      for w in range(first, min(last, first + len(PALETTE) - 1) + 1))
+    if last - first >= len(PALETTE):
+        legend += f" (colours repeat every {len(PALETTE)} waves)"
     capped = (f'<div class="course-capped">Drawing the first {rows} × {cols} of the {g.tiles_m:,} × {g.tiles_n:,} '
               f"tiles; the rest lies beyond the drawing.</div>"
               if (rows, cols) != (g.tiles_m, g.tiles_n) else "")
@@ -82,21 +77,21 @@ def render_waves(q: waves.Quantization, k: int, gpu: str) -> str:
     """The answer panel: the numbers as a table, then the drawing."""
     g, s = q.grid, q.schedule
     rows = [
-        ("Tile grid", f"{g.tiles_m:,} × {g.tiles_n:,} = {_span('course-tiles', f'{g.tiles:,}')} tiles"),
-        ("Blocks (tiles × split-K)", f"{g.tiles:,} × {g.split_k} = {_span('course-blocks', f'{g.blocks:,}')}"),
-        ("Tile-edge efficiency", f"{_span('course-tile-edge', _pct(g.tile_edge_efficiency))} "
+        ("Tile grid", f"{g.tiles_m:,} × {g.tiles_n:,} = {span('course-tiles', f'{g.tiles:,}')} tiles"),
+        ("Blocks (tiles × split-K)", f"{g.tiles:,} × {g.split_k} = {span('course-blocks', f'{g.blocks:,}')}"),
+        ("Tile-edge efficiency", f"{span('course-tile-edge', _pct(g.tile_edge_efficiency))} "
                                  f"({g.m:,}·{g.n:,} of {g.issued_m:,}·{g.issued_n:,} issued)"),
         ("Slots per wave (SMs × resident)",
-         f"{s.sm_count} × {s.resident_blocks_per_sm} = {_span('course-slots', f'{s.slots:,}')}"),
-        ("Waves", _span("course-waves", f"{s.waves:,}")),
-        ("Blocks in the last wave", f"{_span('course-last-wave', f'{s.last_wave_blocks:,}')} of {s.slots:,}"),
-        ("Last-wave fill", _span("course-last-fill", _pct(s.last_wave_fill))),
-        ("Wave efficiency", f"{_span('course-wave-efficiency', _pct(s.wave_efficiency))} "
+         f"{s.sm_count} × {s.resident_blocks_per_sm} = {span('course-slots', f'{s.slots:,}')}"),
+        ("Waves", span("course-waves", f"{s.waves:,}")),
+        ("Blocks in the last wave", f"{span('course-last-wave', f'{s.last_wave_blocks:,}')} of {s.slots:,}"),
+        ("Last-wave fill", span("course-last-fill", _pct(s.last_wave_fill))),
+        ("Wave efficiency", f"{span('course-wave-efficiency', _pct(s.wave_efficiency))} "
                             f"({s.blocks:,} blocks in {s.waves * s.slots:,} slots)"),
-        ("<b>Useful fraction of the SM time</b>", f"<b>{_span('course-useful', _pct(q.useful_fraction))}</b> "
+        ("<b>Useful fraction of the SM time</b>", f"<b>{span('course-useful', _pct(q.useful_fraction))}</b> "
                                                   f"(tile-edge × wave efficiency)"),
-        ("FLOPs needed (2·M·N·K)", _span("course-useful-flop", f"{g.useful_flop(k):,}")),
-        ("FLOPs issued, padding included", _span("course-issued-flop", f"{g.issued_flop(k):,}")),
+        ("FLOPs needed (2·M·N·K)", span("course-useful-flop", f"{g.useful_flop(k):,}")),
+        ("FLOPs issued, padding included", span("course-issued-flop", f"{g.issued_flop(k):,}")),
     ]
     table = "".join(f"<tr><td>{label}</td><td>{value}</td></tr>" for label, value in rows)
     return (f'<div class="course-calc-result"><b>{html.escape(gpu)}</b>: C[{g.m:,} × {g.n:,}], K = {k:,}, '
@@ -104,10 +99,6 @@ def render_waves(q: waves.Quantization, k: int, gpu: str) -> str:
             f"{render_grid(q)}<br><small>analytic: first-order tile and wave model (equal-length blocks, "
             f"waves back to back)</small></div>")
 
-
-def _int(label: str, value: int, width: str = "150px") -> W.IntText:
-    return W.IntText(value=value, description=label, layout=W.Layout(width=width),
-                     style={"description_width": "initial"})
 
 
 class WaveCalculator:
@@ -120,12 +111,12 @@ class WaveCalculator:
         self.gpus = {g.name: g for g in (gpus or SPECS.values())}
         self.gpu = W.Dropdown(options=list(self.gpus), value=spec(gpu).name, description="GPU",
                               layout=W.Layout(width="380px"))
-        self.m, self.n, self.k = _int("M", m), _int("N", n), _int("K", k)
+        self.m, self.n, self.k = int_box("M", m), int_box("N", n), int_box("K", k)
         self.n_slider = W.IntSlider(value=min(max(n, 1), N_SLIDER_MAX), min=1, max=N_SLIDER_MAX, description="N",
                                     continuous_update=False, layout=W.Layout(width="460px"))
-        self.block_m, self.block_n = _int("BM", block_m, "120px"), _int("BN", block_n, "120px")
-        self.split_k = _int("split-K", split_k, "130px")
-        self.resident = _int("resident blocks/SM", resident_blocks_per_sm, "190px")
+        self.block_m, self.block_n = int_box("BM", block_m, "120px"), int_box("BN", block_n, "120px")
+        self.split_k = int_box("split-K", split_k, "130px")
+        self.resident = int_box("resident blocks/SM", resident_blocks_per_sm, "190px")
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.n_slider.observe(self._slider_moved, "value")
