@@ -17,8 +17,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
+# make lab PORT=8890 IP=0.0.0.0 NO_BROWSER=1 on a remote VM; as root (Docker, cloud VMs, Colab) it adds --allow-root.
+PORT ?= 8888
+IP ?= 127.0.0.1
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ --ip=$(IP) --port=$(PORT) $(if $(NO_BROWSER),--no-browser) \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 test: $(STAMP)
 	$(PY) -m pytest tests/ notebooks/ --nbval-lax -q
