@@ -16,12 +16,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
+# ptxas's reports for the compiles the notebooks ask for, made where NVRTC runs (scripts/
+# record_compile_reports.py): on a machine without NVRTC (macOS, Windows) they stand in, labelled.
+RECORDED_REPORTS = Path(__file__).resolve().parent.parent / "data" / "compile_reports.json"
 COMPILE_TEST_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100")
 _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)\s*\(')
 
 
 class CompileError(RuntimeError):
     """NVRTC rejected the source; the message carries its log."""
+
+
+class NvrtcUnavailable(CompileError):
+    """NVRTC is not installed here, and no recorded report covers the compile asked for."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +55,21 @@ class CompiledFamily:
     cubin: bytes
     log: str
     resources: dict[str, KernelResources]
+    recorded_nvrtc: str | None = None   # set when the report was recorded elsewhere (no NVRTC here)
+
+    @property
+    def compiler(self) -> str:
+        """Which NVRTC produced the report, and whether it ran here."""
+        if self.recorded_nvrtc:
+            return f"NVRTC {self.recorded_nvrtc} (a recorded report: NVRTC is not installed here)"
+        return f"NVRTC {installed_nvrtc_version()}"
 
     def function(self, name: str):
         """A launchable CuPy function (live mode only)."""
         if name not in self.resources:
             raise KeyError(f"{self.family}.cu has no kernel {name!r}; it has {', '.join(self.resources)}")
+        if not self.cubin:
+            raise NvrtcUnavailable(f"{self.family}.cu was not compiled here (NVRTC is missing), so it cannot run")
         return _load_module(self.cubin).get_function(name)
 
 
@@ -96,9 +113,9 @@ def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
-        raise CompileError(
+        raise NvrtcUnavailable(
             "NVRTC's Python bindings are missing: install the pinned cuda-bindings and "
-            "nvidia-cuda-nvrtc-cu12 (make setup does)") from exc
+            "nvidia-cuda-nvrtc-cu12 (make setup does; there are no such wheels for macOS)") from exc
     return nvrtc
 
 
@@ -112,9 +129,22 @@ def _check(result, what: str):
 
 
 @functools.lru_cache(maxsize=1)
-def nvrtc_version() -> str:
+def installed_nvrtc_version() -> str:
+    """The NVRTC that compiles here; NvrtcUnavailable where there is none."""
     major, minor = _check(_nvrtc().nvrtcVersion(), "nvrtcVersion")
     return f"{major}.{minor}"
+
+
+def nvrtc_version() -> str:
+    """The NVRTC behind the compile reports a notebook shows: the one installed here, or, where
+    none is, the one that made the recorded reports, marked so."""
+    try:
+        return installed_nvrtc_version()
+    except NvrtcUnavailable:
+        made_by = sorted({r["nvrtc"] for r in recorded_reports().values()})
+        if not made_by:
+            raise
+        return f"{', '.join(made_by)} (recorded reports; NVRTC is not installed here)"
 
 
 def supported_archs() -> list[str]:
@@ -155,7 +185,7 @@ def compile_source(code: str, arch: str, name: str = "kernel.cu", options: tuple
                    use_cache: bool = True) -> tuple[bytes, str]:
     """NVRTC: CUDA C → cubin for ``arch``, and the compile log (with ptxas's resource report)."""
     opts = (f"--gpu-architecture={arch}", "-std=c++17", "--ptxas-options=-v", "-lineinfo", *options)
-    key = hashlib.sha256("\0".join((code, nvrtc_version(), *opts)).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join((code, installed_nvrtc_version(), *opts)).encode()).hexdigest()[:24]
     cache = _cache_dir() / f"{key}.cubin"
     if use_cache and cache.exists() and cache.with_suffix(".log").exists():
         return cache.read_bytes(), cache.with_suffix(".log").read_text()
@@ -169,7 +199,7 @@ def compile_source(code: str, arch: str, name: str = "kernel.cu", options: tuple
         log = buf.decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             if "invalid value for --gpu-architecture" in log or "arch" in log and "not" in log:
-                hint = f" (NVRTC {nvrtc_version()} supports: {', '.join(supported_archs())})"
+                hint = f" (NVRTC {installed_nvrtc_version()} supports: {', '.join(supported_archs())})"
             else:
                 hint = ""
             raise CompileError(f"{name} did not compile for {arch}{hint}:\n{log}")
@@ -197,16 +227,48 @@ def device_arch() -> str:
     return info.arch
 
 
+def report_key(family: str, arch: str, options: tuple[str, ...] = ()) -> str:
+    return " ".join((family, arch, *options))
+
+
+def source_sha256(family: str) -> str:
+    return hashlib.sha256(source(family).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def recorded_reports() -> dict[str, dict]:
+    return json.loads(RECORDED_REPORTS.read_text()) if RECORDED_REPORTS.exists() else {}
+
+
+def _recorded(family: str, arch: str, options: tuple[str, ...], why: NvrtcUnavailable) -> tuple[str, str]:
+    """(log, NVRTC version) of a recorded report for this exact source, or NvrtcUnavailable saying so."""
+    rec = recorded_reports().get(report_key(family, arch, options))
+    if rec is None or rec["source_sha256"] != source_sha256(family):
+        state = "no report of it was recorded" if rec is None else "its recorded report is of an older source"
+        raise NvrtcUnavailable(f"{why} To compile {family}.cu for {arch} {' '.join(options)} this machine needs "
+                               f"NVRTC, and {state}. The calculators and tables that need it say so; "
+                               "everything else replays.") from None
+    return rec["log"], rec["nvrtc"]
+
+
 @functools.lru_cache(maxsize=None)
 def compile_family(family: str, arch: str | None = None, options: tuple[str, ...] = ()) -> CompiledFamily:
-    """Compile ``kernels/<family>.cu`` for ``arch`` (default: the current GPU's)."""
+    """Compile ``kernels/<family>.cu`` for ``arch`` (default: the current GPU's). Without NVRTC, the
+    report recorded for exactly this source, arch and options stands in (no cubin: nothing runs)."""
     arch = arch or device_arch()
-    cubin, log = compile_source(source(family), arch, f"{family}.cu", options)
+    if os.environ.get("COURSE_LOG_COMPILES"):
+        with open(os.environ["COURSE_LOG_COMPILES"], "a") as f:
+            f.write(json.dumps([family, arch, list(options)]) + "\n")
+    recorded_with = None
+    try:
+        cubin, log = compile_source(source(family), arch, f"{family}.cu", options)
+    except NvrtcUnavailable as why:
+        (log, recorded_with), cubin = _recorded(family, arch, options, why), b""
     resources = parse_ptxas_report(log, arch)
     missing = set(kernel_names(family)) - set(resources)
     if missing:
         raise CompileError(f"ptxas reported no resources for {sorted(missing)} in {family}.cu:\n{log}")
-    return CompiledFamily(family, arch, cubin, log, resources)
+    return CompiledFamily(family, arch, cubin, log, resources, recorded_with)
 
 
 def resources(family: str, kernel: str, arch: str | None = None) -> KernelResources:
@@ -258,9 +320,10 @@ def target_arch() -> str:
 def describe(family: str, name: str, arch: str | None = None) -> str:
     """A kernel's source and what the compiler gave it: the text a notebook shows."""
     arch = arch or target_arch()
-    r = resources(family, name, arch)
+    fam = compile_family(family, arch)
+    r = fam.resources[name]
     spill = (f"spills {r.spill_store_bytes} B stored / {r.spill_load_bytes} B loaded" if r.spills
              else "no spills")
     return (f"{kernel_source(family, name)}\n\n"
-            f"// NVRTC {nvrtc_version()} for {arch}: {r.registers} registers/thread, "
+            f"// {fam.compiler} for {arch}: {r.registers} registers/thread, "
             f"{r.static_smem_bytes} B static shared memory, {r.stack_frame_bytes} B stack, {spill}")

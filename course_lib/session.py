@@ -8,6 +8,7 @@ import datetime as dt
 import importlib
 import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 
 from . import cuda, hardware, runtime
@@ -26,7 +27,7 @@ def _fmt_cuda_version(v: int) -> str:
 
 def nvrtc_version() -> str | None:
     try:
-        return cuda.nvrtc_version()
+        return cuda.installed_nvrtc_version()
     except Exception:
         return None
 
@@ -90,12 +91,18 @@ def environment() -> Environment:
     env = Environment(mode=runtime.mode(), gpu=None, compute_capability=None, driver=None,
                       cuda_runtime=None, nvrtc=nvrtc_version(), cupy=_version("cupy"),
                       torch=_version("torch"))
-    if env.cupy is None:
-        env.problems.append("CuPy is not installed: live mode needs it (pip install cupy-cuda12x).")
-    if env.nvrtc is None:
+    if sys.platform == "darwin" and (env.cupy is None or env.nvrtc is None):
         env.problems.append(
-            "NVRTC could not be loaded, so kernels cannot be compiled. Install the pinned "
-            "nvidia-cuda-nvrtc-cu12 and cuda-bindings (make setup does), or a CUDA toolkit.")
+            "macOS has no CUDA: the course replays the recorded runs, and each kernel's registers and "
+            "shared memory come from compiler reports recorded with NVRTC (labelled so).")
+    else:
+        if env.cupy is None:
+            env.problems.append("CuPy is not installed: live mode needs it (pip install cupy-cuda12x).")
+        if env.nvrtc is None:
+            env.problems.append(
+                "NVRTC could not be loaded, so kernels are not compiled here: their reports are the recorded "
+                "ones. To compile, install the pinned nvidia-cuda-nvrtc-cu12 and cuda-bindings (make setup "
+                "does), or a CUDA toolkit.")
     ok, why = runtime._probe_gpu()
     if env.cupy is not None:
         import cupy
