@@ -109,7 +109,7 @@ def _warm_up(fn: Callable[[], object], calls: int) -> float:
 
 def hold_seconds(enqueue_s: float, calls: int) -> float:
     """How long to hold the GPU before a sample: twice the host's time to enqueue its calls."""
-    return min(max(2.0 * enqueue_s * calls + HOLD_FLOOR_S, HOLD_FLOOR_S), HOLD_CEILING_S)
+    return min(2.0 * enqueue_s * calls + HOLD_FLOOR_S, HOLD_CEILING_S)
 
 
 def _check_samples(samples: int) -> None:

@@ -55,3 +55,12 @@ def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatc
     assert [len(t.samples_s) for t in timings] == [20, 20] and timings[0].median_s == pytest.approx(1e-3)
     assert log[:2] == ["A", "B"]                                   # warm-up
     assert log[2:12] == ["hold", "event", "A", "event", "hold", "event", "B", "event", "hold", "event"]
+
+
+def test_the_hold_outlasts_twice_the_hosts_enqueue_time_and_is_capped():
+    from course_lib.timing import HOLD_CEILING_S, HOLD_FLOOR_S, hold_seconds
+
+    assert hold_seconds(10e-6, 1) == pytest.approx(20e-6 + HOLD_FLOOR_S)
+    assert hold_seconds(10e-6, 100) == pytest.approx(2e-3 + HOLD_FLOOR_S)   # many calls per sample
+    assert hold_seconds(1.0, 1) == HOLD_CEILING_S
+    assert hold_seconds(0.0, 1) == HOLD_FLOOR_S
