@@ -93,6 +93,11 @@ def macro_defaults(family: str) -> dict[str, int]:
             for m in re.finditer(r"#define\s+((?:WT|WB|TC)_\w+)\s+(\d+)\b", cuda.source(family))}
 
 
+def macros(family: str, defines: dict[str, int] | None = None) -> dict[str, int]:
+    """A family's tile macros as a compile with ``defines`` sees them: the defaults, overridden."""
+    return {**macro_defaults(family), **(defines or {})}
+
+
 def defines_to_options(defines: dict[str, int] | None) -> tuple[str, ...]:
     return tuple(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))
 
@@ -108,11 +113,11 @@ def fp32_geometry(kernel: str, m: int, n: int, defines: dict[str, int] | None = 
     if kernel in ("sgemm_reg2d", "sgemm_vec4"):
         return (_ceil_div(n, 128), _ceil_div(m, 128)), (256,)
     if kernel in ("sgemm_warptile", "sgemm_warptile_db"):
-        d = {**macro_defaults(FP32), **(defines or {})}
+        d = macros(FP32, defines)
         threads = (d["WT_BM"] // d["WT_WM"]) * (d["WT_BN"] // d["WT_WN"]) * 32
         return (_ceil_div(n, d["WT_BN"]), _ceil_div(m, d["WT_BM"])), (threads,)
     if kernel == "sgemm_warptile_db_16x8":
-        d = {**macro_defaults(FP32), **(defines or {})}
+        d = macros(FP32, defines)
         threads = (d["WB_BM"] // d["WB_WM"]) * (d["WB_BN"] // d["WB_WN"]) * 32
         return (_ceil_div(n, d["WB_BN"]), _ceil_div(m, d["WB_BM"])), (threads,)
     raise KeyError(f"no fp32 GEMM kernel {kernel!r}; the ladder has {', '.join(LADDER_KERNELS)}")
@@ -120,7 +125,7 @@ def fp32_geometry(kernel: str, m: int, n: int, defines: dict[str, int] | None = 
 
 def bf16_geometry(m: int, n: int, defines: dict[str, int] | None = None):
     """(grid, block, dynamic shared bytes) of ``bf16_gemm_mma``."""
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     threads = (d["TC_BM"] // d["TC_WM"]) * (d["TC_BN"] // d["TC_WN"]) * 32
     smem = d["TC_STAGES"] * (d["TC_BM"] * d["TC_BK"] + d["TC_BK"] * d["TC_BN"]) * 2 + BF16_SMEM_EXTRA
     return (_ceil_div(m, d["TC_BM"]) * _ceil_div(n, d["TC_BN"]),), (threads,), smem
@@ -167,7 +172,7 @@ def copy_engine(copies: str, compute_capability, k: int, n: int, defines: dict[s
     """Which engine fills the shared tiles: ``"auto"`` picks the TMA where it can run, else cp.async."""
     if copies not in ("auto", *COPY_ENGINES):
         raise ValueError(f"copies must be 'auto', 'cp.async' or 'tma', not {copies!r}")
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     tma_ok = float(compute_capability) >= TMA_MIN_CC and k % 8 == 0 and n % 8 == 0 and d["TC_BK"] == 64
     if copies == "tma" and not tma_ok:
         raise RuntimeError(f"TMA copies need compute capability {TMA_MIN_CC}+ (this GPU: {compute_capability}), "
@@ -194,7 +199,7 @@ def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
     import numpy as np
     from cuda.bindings import driver as drv
 
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     (m, k), n = a_bits.shape, b_bits.shape[1]
     key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, d["TC_BM"], d["TC_BK"])
     if key not in _TENSOR_MAPS:
@@ -218,16 +223,18 @@ def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
     return _TENSOR_MAPS[key]
 
 
-def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto") -> None:
+def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto", grid=None) -> None:
     """C = A·B with the mma.sync kernel on raw-bf16 CuPy arrays (uint16 or int16 bit patterns).
 
     ``copies`` picks how tiles reach shared memory: ``"cp.async"``, ``"tma"`` (sm_90+), or ``"auto"``.
+    ``grid`` replaces the one-tile-per-block grid (the scheduled variant's persistent and split-K grids).
     """
     import numpy as np
 
     m, k = a_bits.shape
     n = b_bits.shape[1]
-    grid, block, smem = bf16_geometry(m, n, defines)
+    one_tile_each, block, smem = bf16_geometry(m, n, defines)
+    grid = grid or one_tile_each
     fn = function or _bf16_function()
     if fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem    # opt in beyond the default 48 KiB

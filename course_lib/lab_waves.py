@@ -16,9 +16,8 @@ import numpy as np
 from . import cuda, waves
 from .evidence import Case
 from .experiments import check_close, experiment, launch_record, require_passed
-from .lab_gemm import (BF16, _device_cc, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
-                       copy_engine, defines_to_options, macro_defaults, require_bf16_mma, tensor_maps,
-                       to_bf16_bits)
+from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
+                       defines_to_options, macros, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
 
 SCHEDULED = {"TC_SCHEDULED": 1}
@@ -27,7 +26,7 @@ KERNEL = "bf16_gemm_mma"
 
 
 def variant_name(defines: dict | None) -> str:
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     tags = [f"{d['TC_BM']}x{d['TC_BN']}"] + (["scheduled"] if d["TC_SCHEDULED"] else [])
     return f"{BF16}.{KERNEL} [{', '.join(tags)}]"
 
@@ -37,7 +36,7 @@ def compiled(defines: dict | None = None, arch: str | None = None):
 
 
 def tile_shape(defines: dict | None = None) -> tuple[int, int]:
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     return d["TC_BM"], d["TC_BN"]
 
 
@@ -56,7 +55,7 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
 
     m, k = a_bits.shape
     n = b_bits.shape[1]
-    d = {**macro_defaults(BF16), **(defines or {})}
+    d = macros(BF16, defines)
     if (grid_blocks is not None or split_k > 1) and not d["TC_SCHEDULED"]:
         raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (lab_waves.SCHEDULED)")
     if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
@@ -65,16 +64,10 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
         # The kernel's TMA path would wait for ever on a slice that holds no K tile.
         raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, defines)} tiles "
                          f"of {d['TC_BK']}); use a split of at most {max_split(k, defines)}")
-    (tiles,), block, smem = bf16_geometry(m, n, defines)
+    (tiles,), _, _ = bf16_geometry(m, n, defines)
     fam = compiled(defines)
-    fn = fam.function(KERNEL)
-    if fn.max_dynamic_shared_size_bytes < smem:
-        fn.max_dynamic_shared_size_bytes = smem
-    engine = copy_engine(copies, _device_cc(), k, n, defines)
-    maps = tensor_maps(a_bits, b_bits, defines) if engine == "tma" else np.uint64(0)
-    out = workspace if split_k > 1 else c_bits
-    grid = (min(grid_blocks or tiles, tiles), split_k)
-    fn(grid, block, (a_bits, b_bits, out, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+    run_bf16(a_bits, b_bits, workspace if split_k > 1 else c_bits, fam.function(KERNEL), defines, copies,
+             grid=(min(grid_blocks or tiles, tiles), split_k))
     if split_k > 1:
         mn = m * n
         fam.function("splitk_reduce")(((mn + 255) // 256,), (256,),
@@ -82,7 +75,7 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
 
 
 def k_tiles(k: int, defines: dict | None = None) -> int:
-    return -(-k // {**macro_defaults(BF16), **(defines or {})}["TC_BK"])
+    return -(-k // macros(BF16, defines)["TC_BK"])
 
 
 def empty_slices(k: int, split_k: int, defines: dict | None = None) -> bool:
