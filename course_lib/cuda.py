@@ -271,6 +271,16 @@ def compile_family(family: str, arch: str | None = None, options: tuple[str, ...
     return CompiledFamily(family, arch, cubin, log, resources, recorded_with)
 
 
+@functools.lru_cache(maxsize=64)
+def compile_generated(code: str, name: str, arch: str | None = None) -> CompiledFamily:
+    """Compile CUDA C that Python generated (``lab_fusion``'s chains): like ``compile_family``, but
+    with no recorded report to fall back on, so it needs NVRTC (the experiment's record keeps the
+    resources ptxas reported)."""
+    arch = arch or device_arch()
+    cubin, log = compile_source(code, arch, f"{name}.cu")
+    return CompiledFamily(name, arch, cubin, log, parse_ptxas_report(log, arch))
+
+
 def resources(family: str, kernel: str, arch: str | None = None) -> KernelResources:
     return compile_family(family, arch).resources[kernel]
 

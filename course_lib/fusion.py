@@ -249,3 +249,20 @@ def elementwise_chain(k: int, elements: int, flop_per_op_element: float = 1.0, d
     b = _bytes_of(dtype)
     _amount("flop_per_op_element", flop_per_op_element, zero_ok=True)
     return Chain(tuple(Op(f"op {i + 1}", flop_per_op_element, b) for i in range(whole_number("k", k))), elements, b)
+
+
+# --------------------------------------------------------------------------- attention's score matrix
+
+def attention_bytes(seq_len: int, head_dim: int, batch_heads: int, bytes_per_element: float, fused: bool) -> float:
+    """HBM bytes of one attention forward, per the ledger.
+
+    Fused (one kernel, scores kept on chip): read Q, K, V and write O, 4·N·d·b a head. Naive (three
+    kernels): S = Q·Kᵀ reads Q and K and writes the N x N scores; softmax reads S and writes P; P·V
+    reads P and V and writes O: 4·N·d·b + 4·N²·b a head. The N² term is the trap: at N = 8192 and
+    d = 64 it makes the naive plan 1 + N/d = 129 times the fused plan's bytes.
+    """
+    n, d = whole_number("seq_len", seq_len), whole_number("head_dim", head_dim)
+    bh = whole_number("batch_heads", batch_heads)
+    b = _amount("bytes_per_element", bytes_per_element, zero_ok=False)
+    per_head = 4 * n * d * b + (0 if fused else 4 * n * n * b)
+    return bh * per_head

@@ -223,11 +223,13 @@ def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
     return _TENSOR_MAPS[key]
 
 
-def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto", grid=None) -> None:
+def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto", grid=None,
+             epilogue_args: tuple = ()) -> None:
     """C = A·B with the mma.sync kernel on raw-bf16 CuPy arrays (uint16 or int16 bit patterns).
 
     ``copies`` picks how tiles reach shared memory: ``"cp.async"``, ``"tma"`` (sm_90+), or ``"auto"``.
     ``grid`` replaces the one-tile-per-block grid (the scheduled variant's persistent and split-K grids).
+    ``epilogue_args`` are the bias and residual a ``TC_EPILOGUE`` variant takes (``lab_fusion``).
     """
     import numpy as np
 
@@ -240,7 +242,8 @@ def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = 
         fn.max_dynamic_shared_size_bytes = smem    # opt in beyond the default 48 KiB
     engine = copy_engine(copies, _device_cc(), k, n, defines)
     maps = tensor_maps(a_bits, b_bits, defines) if engine == "tma" else np.uint64(0)
-    fn(grid, block, (a_bits, b_bits, c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+    fn(grid, block, (a_bits, b_bits, c_bits, np.int32(m), np.int32(n), np.int32(k), maps, *epilogue_args),
+       shared_mem=smem)
 
 
 def to_bf16_bits(x):

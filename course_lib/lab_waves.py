@@ -102,12 +102,10 @@ def _check(c_bits, ref, label: str) -> dict:
 def cublas_kernels(ta, tb) -> list[str]:
     """The CUDA kernels one ``torch.mm`` launches, as the PyTorch profiler names them."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        torch.mm(ta, tb)
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    from .profiler import kernels_launched
+
+    return kernels_launched(lambda: torch.mm(ta, tb))
 
 
 def _model_extra(m: int, n: int, k: int, sms: int, resident: int, defines=None, split_k: int = 1,

@@ -172,3 +172,17 @@ def profiled_result(result):
         return None, f"Profiling was not possible here ({why}), and the recorded run has no profile either."
     return recorded, (f"Profiling was not possible here: {why}. Showing the Nsight Compute metrics "
                       f"{recorded.provenance} instead.")
+
+
+def kernels_launched(fn) -> list[str]:
+    """The CUDA kernels one call of ``fn`` launches, in order, as the PyTorch profiler names them
+    (memsets and copies included: they are work the call asked for too)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+

@@ -60,6 +60,12 @@
 #ifndef TC_MINB
 #define TC_MINB 1
 #endif
+#ifndef TC_EPILOGUE
+#define TC_EPILOGUE 0    // 1: C = GELU(A·B + bias); 2: C = GELU(A·B + bias) + residual (notebook 08)
+#endif
+#ifndef TC_GELU_TANHF
+#define TC_GELU_TANHF 0  // 1: the epilogue's GELU calls tanhf rather than the hardware tanh
+#endif
 #define TC_THREADS ((TC_BM / TC_WM) * (TC_BN / TC_WN) * 32)
 // The tiles, plus room to align them to 1024 bytes (the TMA swizzle's period) and the mbarriers.
 #define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2 + 1024 + 64)
@@ -131,6 +137,44 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
     return r;
 }
 
+__device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_float((u32)v << 16); }
+
+// GELU, tanh form (torch.nn.functional.gelu(approximate="tanh")), with the hardware tanh
+// (tanh.approx.f32, one MUFU instruction, relative error about 2^-11, below bf16's 2^-8): tanhf's
+// dozens of dependent instructions per output cost more than the GEMM itself at small K here.
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+#if TC_GELU_TANHF   // the libm tanhf instead: notebook 08 measures what it costs
+    return 0.5f * x * (1.f + tanhf(u));
+#else
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+    return 0.5f * x * (1.f + t);
+#endif
+}
+
+// The fused epilogue on a pair of outputs (row r, columns c and c + 1) before they are rounded to
+// bf16: + bias[c], GELU, then + residual[r][c] (TC_EPILOGUE 2). Columns at or past N are left alone.
+__device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c, int N,
+                                              const bf16_raw* __restrict__ bias,
+                                              const bf16_raw* __restrict__ residual) {
+    if (TC_EPILOGUE == 0) return;
+    const bf16_raw* res = residual + (size_t)r * N + c;
+    if (c + 1 < N && (N & 1) == 0) {   // both in range, 4-byte aligned: one load of each pair
+        u32 b2 = *reinterpret_cast<const u32*>(bias + c);
+        x0 = gelu_tanh(x0 + __uint_as_float(b2 << 16));
+        x1 = gelu_tanh(x1 + __uint_as_float(b2 & 0xffff0000u));
+        if (TC_EPILOGUE == 2) {
+            u32 r2 = *reinterpret_cast<const u32*>(res);
+            x0 += __uint_as_float(r2 << 16);
+            x1 += __uint_as_float(r2 & 0xffff0000u);
+        }
+        return;
+    }
+    if (c < N) x0 = gelu_tanh(x0 + bf16_to_float(bias[c])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[0]) : 0.f);
+    if (c + 1 < N) x1 = gelu_tanh(x1 + bf16_to_float(bias[c + 1])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[1]) : 0.f);
+}
+
 // One 16-byte chunk (8 bf16) of row `row`, columns col..col+7, of a rows x cols
 // row-major matrix into shared memory at dst, on the path for matrices whose rows
 // may not be 16-byte aligned. A chunk wholly inside an aligned matrix is one
@@ -156,7 +200,8 @@ __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __rest
 template <bool ALIGNED, bool TMA>
 __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
                                           bf16_raw* __restrict__ C, int M, int N, int K,
-                                          const unsigned long long* __restrict__ tensor_maps, int pid) {
+                                          const unsigned long long* __restrict__ tensor_maps, int pid,
+                                          const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual) {
     constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
     constexpr int NT = TC_THREADS;
     constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
@@ -434,13 +479,36 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     }
     if (interior && (N & 1) == 0) {   // the whole tile inside C, rows 4-byte aligned: no checks
         bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
+        // The fused epilogue's inputs are loaded a row of pairs at a time before any is used, so
+        // their latencies overlap: the bias pairs once (the same for every row), the residual's per row.
+        u32 bias2[NT8], res2[NT8];
+        if (TC_EPILOGUE) {
+#pragma unroll
+            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
+        }
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 u32* row = reinterpret_cast<u32*>(c0 + (size_t)(i * 16 + h * 8) * N);
+                if (TC_EPILOGUE == 2) {
+                    const u32* rrow = reinterpret_cast<const u32*>(residual + (c0 - C) + (size_t)(i * 16 + h * 8) * N);
 #pragma unroll
-                for (int j = 0; j < NT8; ++j) row[j * 4] = pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                    for (int j = 0; j < NT8; ++j) res2[j] = rrow[j * 4];
+                }
+#pragma unroll
+                for (int j = 0; j < NT8; ++j) {
+                    float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
+                    if (TC_EPILOGUE) {
+                        x0 = gelu_tanh(x0 + __uint_as_float(bias2[j] << 16));
+                        x1 = gelu_tanh(x1 + __uint_as_float(bias2[j] & 0xffff0000u));
+                    }
+                    if (TC_EPILOGUE == 2) {
+                        x0 += __uint_as_float(res2[j] << 16);
+                        x1 += __uint_as_float(res2[j] & 0xffff0000u);
+                    }
+                    row[j * 4] = pack_bf16x2(x0, x1);
+                }
             }
         return;
     }
@@ -453,6 +521,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             for (int h = 0; h < 2; ++h) {
                 int r = bm + wm0 + i * 16 + g + h * 8, c = bn + wn0 + j * 8 + 2 * q;
                 if (r >= M) continue;
+                epilogue_pair(acc[i][j][2 * h], acc[i][j][2 * h + 1], r, c, N, bias, residual);
                 u32 v = pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 bf16_raw* dst = C + (size_t)r * N + c;
                 if (c + 1 < N && (N & 1) == 0) {
@@ -468,17 +537,18 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 // are given), the element-wise one where they are not.
 __device__ __forceinline__ void bf16_gemm_tile(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
                                                bf16_raw* __restrict__ C, int M, int N, int K,
-                                               const unsigned long long* __restrict__ tensor_maps, int pid) {
+                                               const unsigned long long* __restrict__ tensor_maps, int pid,
+                                               const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual) {
     if ((K & 7) == 0 && (N & 7) == 0) {
 #if __CUDA_ARCH__ >= 900 && TC_BK == 64
         if (tensor_maps) {
-            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps, pid);
+            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
             return;
         }
 #endif
-        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps, pid);
+        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
     } else {
-        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps, pid);
+        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
     }
 }
 #endif
@@ -490,19 +560,29 @@ __device__ __forceinline__ void bf16_gemm_tile(const bf16_raw* __restrict__ A, c
 // which splitk_reduce adds up. A, B, C: raw bf16 (uint16), row-major, 16-byte aligned.
 // tensor_maps: null for cp.async copies; or, on sm_90+ with K and N multiples of 8, two
 // CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM}; B: dims {N, K}, box {64, TC_BK};
-// bf16, 128-byte swizzle, zero fill) for TMA copies. Compute capability 8.0+.
+// bf16, 128-byte swizzle, zero fill) for TMA copies. Compiled with TC_EPILOGUE 1 or 2 it takes
+// two more arguments, bias (N bf16) and residual (M x N bf16, read by TC_EPILOGUE 2 only), and
+// writes GELU(A·B + bias) (+ residual) instead of A·B; not with split-K. Compute capability 8.0+.
 extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
-        int M, int N, int K, const unsigned long long* __restrict__ tensor_maps) {
+        int M, int N, int K, const unsigned long long* __restrict__ tensor_maps
+#if TC_EPILOGUE
+        , const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual
+#endif
+        ) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !TC_EPILOGUE
+    const bf16_raw* bias = nullptr;
+    const bf16_raw* residual = nullptr;
+#endif
 #if TC_SCHEDULED
     const int tiles_mn = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
     for (int pid = blockIdx.x; pid < tiles_mn; pid += gridDim.x) {
         if (pid != (int)blockIdx.x) __syncthreads();   // the last tile's shared memory is free
-        bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, pid);
+        bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
     }
 #else
-    bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, blockIdx.x);
+    bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, blockIdx.x, bias, residual);
 #endif
 #else
     __trap();   // bf16 mma.sync needs compute capability 8.0 or newer

@@ -1,0 +1,281 @@
+// Notebook 08's hand-written kernels: row reductions (softmax, RMSNorm) fused into one pass or split
+// into two, and the GEMM epilogue (bias, GELU, residual) as a separate pass. The elementwise chains
+// are not here: course_lib/lab_fusion.py generates their source from an op list.
+//
+// Row kernels give one block to one row of n floats; any n >= 1 is correct. Rows start 16-byte
+// aligned when n % 4 == 0, and then move as float4.
+
+#ifndef ROW_VECS
+#define ROW_VECS 8   // float4 per thread a one-pass kernel holds in registers: rows up to 4 * ROW_VECS * threads
+#endif
+
+#define NEG_INF (-__int_as_float(0x7f800000))
+
+typedef unsigned short bf16_raw;
+typedef unsigned int u32;
+
+// ---------------------------------------------------------------------------------------------- reductions
+
+// A running softmax denominator: s = sum of exp(x - m) over the values seen, m their maximum.
+struct MaxSum {
+    float m, s;
+};
+
+__device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    if (m == NEG_INF) return {m, 0.f};   // both empty
+    return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
+}
+
+__device__ __forceinline__ MaxSum push(MaxSum a, float x) {   // one more value, rescaling only when the max moves
+    if (x > a.m) return {x, a.s * __expf(a.m - x) + 1.f};
+    return {a.m, a.s + __expf(x - a.m)};
+}
+
+// Every thread of the block gets the merge of all threads' values. scratch: 32 entries of shared memory.
+template <typename T, typename Op>
+__device__ __forceinline__ T block_all_reduce(T v, Op op, T* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+        T o;
+        if constexpr (sizeof(T) == 8) {
+            o.m = __shfl_xor_sync(0xffffffffu, v.m, off);
+            o.s = __shfl_xor_sync(0xffffffffu, v.s, off);
+        } else {
+            o = __shfl_xor_sync(0xffffffffu, v, off);
+        }
+        v = op(v, o);
+    }
+    __syncthreads();   // scratch may still be read from a previous reduction
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = scratch[0];
+    for (int w = 1; w < warps; ++w) v = op(v, scratch[w]);
+    return v;
+}
+
+struct Add {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Merge {
+    __device__ MaxSum operator()(MaxSum a, MaxSum b) const { return merge(a, b); }
+};
+
+// Thread t's slots of a row held in registers: float4 number j * blockDim.x + t, so a warp's loads
+// are consecutive 16-byte chunks. Elements past n read as `pad`.
+__device__ __forceinline__ void load_row(float (&v)[ROW_VECS][4], const float* __restrict__ x, int n, float pad) {
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j) {
+        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        if ((n & 3) == 0 && e0 < n) {
+            float4 f = *reinterpret_cast<const float4*>(x + e0);
+            v[j][0] = f.x, v[j][1] = f.y, v[j][2] = f.z, v[j][3] = f.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[j][e] = e0 + e < n ? x[e0 + e] : pad;
+        }
+    }
+}
+
+__device__ __forceinline__ void store_row(float* __restrict__ y, const float (&v)[ROW_VECS][4], int n) {
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j) {
+        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        if ((n & 3) == 0 && e0 < n) {
+            *reinterpret_cast<float4*>(y + e0) = make_float4(v[j][0], v[j][1], v[j][2], v[j][3]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (e0 + e < n) y[e0 + e] = v[j][e];
+        }
+    }
+}
+
+// Softmax of each row, reading it from memory once: the row stays in registers. Each thread takes
+// the max of its values, keeps e = exp(x - its max) in place and sums them; the block merges the
+// threads' (max, sum) pairs by rescaling (the online-softmax merge), and each thread rescales its e
+// by exp(its max - the row's max) / sum: one exp per element. Launch: block (T, a multiple of 32,
+// at most 1024), grid (rows); n <= 4 * ROW_VECS * T.
+extern "C" __global__ __launch_bounds__(1024) void softmax_one_pass(float* __restrict__ out, const float* __restrict__ in, int n) {
+    __shared__ MaxSum scratch[32];
+    const size_t row = (size_t)blockIdx.x * n;
+    float v[ROW_VECS][4];
+    load_row(v, in + row, n, NEG_INF);
+    float m = NEG_INF, s = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    const float m_thread = m == NEG_INF ? 0.f : m;   // a thread with no values: exp(-inf - 0) = 0
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    const MaxSum row_ms = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
+    const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    store_row(out + row, v, n);
+}
+
+// The textbook split: a first kernel reduces each row to its (max, sum) and writes them out; a second
+// reads the row again and normalizes. Any n. Launch both: block (T, a multiple of 32), grid (rows).
+extern "C" __global__ void softmax_row_stats(float2* __restrict__ stats, const float* __restrict__ in, int n) {
+    __shared__ MaxSum scratch[32];
+    const float* x = in + (size_t)blockIdx.x * n;
+    MaxSum ms = {NEG_INF, 0.f};
+    if ((n & 3) == 0) {
+        for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {
+            float4 f = reinterpret_cast<const float4*>(x)[i];
+            ms = push(push(push(push(ms, f.x), f.y), f.z), f.w);
+        }
+    } else {
+        for (int e = threadIdx.x; e < n; e += blockDim.x) ms = push(ms, x[e]);
+    }
+    ms = block_all_reduce(ms, Merge{}, scratch);
+    if (threadIdx.x == 0) stats[blockIdx.x] = make_float2(ms.m, ms.s);
+}
+
+extern "C" __global__ void softmax_normalize(float* __restrict__ out, const float* __restrict__ in,
+                                             const float2* __restrict__ stats, int n) {
+    const size_t row = (size_t)blockIdx.x * n;
+    const float2 st = stats[blockIdx.x];
+    const float inv = 1.f / st.y;
+    if ((n & 3) == 0) {
+        const float4* x = reinterpret_cast<const float4*>(in + row);
+        float4* y = reinterpret_cast<float4*>(out + row);
+        for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {
+            float4 f = x[i];
+            y[i] = make_float4(__expf(f.x - st.x) * inv, __expf(f.y - st.x) * inv, __expf(f.z - st.x) * inv,
+                               __expf(f.w - st.x) * inv);
+        }
+    } else {
+        for (int e = threadIdx.x; e < n; e += blockDim.x) out[row + e] = __expf(in[row + e] - st.x) * inv;
+    }
+}
+
+// RMSNorm of each row, y = x / sqrt(mean(x²) + eps) * w, reading the row once (held in registers).
+// Launch: block (T, a multiple of 32, at most 1024), grid (rows); n <= 4 * ROW_VECS * T. w: n floats.
+// Both one-pass kernels are compiled for 1024 threads, at most 64 registers a thread: ROW_VECS = 16
+// does not fit and spills (notebook 08's case of a fusion that loses).
+extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __restrict__ out, const float* __restrict__ in,
+                                            const float* __restrict__ w, int n, float eps) {
+    __shared__ float scratch[32];
+    const size_t row = (size_t)blockIdx.x * n;
+    float v[ROW_VECS][4];
+    load_row(v, in + row, n, 0.f);
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j) {   // w one slot at a time: a second row of registers would not fit
+        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        if ((n & 3) == 0 && e0 < n) {
+            float4 g = *reinterpret_cast<const float4*>(w + e0);
+            v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < n ? r * w[e0 + e] : 0.f;
+        }
+    }
+    store_row(out + row, v, n);
+}
+
+// The two-kernel RMSNorm: each row's 1 / rms, then a second read of the row to scale it.
+extern "C" __global__ void rmsnorm_row_stats(float* __restrict__ inv_rms, const float* __restrict__ in, int n,
+                                             float eps) {
+    __shared__ float scratch[32];
+    const float* x = in + (size_t)blockIdx.x * n;
+    float ss = 0.f;
+    if ((n & 3) == 0) {
+        for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {
+            float4 f = reinterpret_cast<const float4*>(x)[i];
+            ss = fmaf(f.x, f.x, fmaf(f.y, f.y, fmaf(f.z, f.z, fmaf(f.w, f.w, ss))));
+        }
+    } else {
+        for (int e = threadIdx.x; e < n; e += blockDim.x) ss = fmaf(x[e], x[e], ss);
+    }
+    ss = block_all_reduce(ss, Add{}, scratch);
+    if (threadIdx.x == 0) inv_rms[blockIdx.x] = rsqrtf(ss / n + eps);
+}
+
+extern "C" __global__ void rmsnorm_normalize(float* __restrict__ out, const float* __restrict__ in,
+                                             const float* __restrict__ inv_rms, const float* __restrict__ w,
+                                             int n) {
+    const size_t row = (size_t)blockIdx.x * n;
+    const float r = inv_rms[blockIdx.x];
+    if ((n & 3) == 0) {
+        const float4* x = reinterpret_cast<const float4*>(in + row);
+        const float4* w4 = reinterpret_cast<const float4*>(w);
+        float4* y = reinterpret_cast<float4*>(out + row);
+        for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {
+            float4 f = x[i], g = w4[i];
+            y[i] = make_float4(f.x * r * g.x, f.y * r * g.y, f.z * r * g.z, f.w * r * g.w);
+        }
+    } else {
+        for (int e = threadIdx.x; e < n; e += blockDim.x) out[row + e] = in[row + e] * r * w[e];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------- GEMM epilogue
+
+__device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_float((u32)v << 16); }
+
+__device__ __forceinline__ bf16_raw float_to_bf16(float x) {   // round to nearest even
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+    return r;
+}
+
+// GELU, tanh form, the same expression as gemm_bf16.cu's fused epilogue (the hardware tanh).
+__device__ __forceinline__ float gelu_tanh(float x) {
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.f + t);
+}
+
+// The epilogue as its own pass over a GEMM's bf16 output: out = GELU(c + bias[col]) + residual.
+// residual may be null (bias and GELU only). Launch: block (256), grid (ceil(rows * cols / 8 / 256)).
+// Eight bf16 (16 bytes) per thread when cols % 8 == 0, else one element per thread-iteration.
+extern "C" __global__ void bias_gelu_residual(bf16_raw* __restrict__ out, const bf16_raw* __restrict__ c,
+                                              const bf16_raw* __restrict__ bias,
+                                              const bf16_raw* __restrict__ residual, int cols, long long total) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if ((cols & 7) == 0) {
+        for (; 8 * t < total; t += stride) {
+            uint4 cv = reinterpret_cast<const uint4*>(c)[t];
+            uint4 bv = reinterpret_cast<const uint4*>(bias)[(8 * t % cols) / 8];
+            uint4 rv = residual ? reinterpret_cast<const uint4*>(residual)[t] : make_uint4(0, 0, 0, 0);
+            const u32* cw = &cv.x;
+            const u32* bw = &bv.x;
+            const u32* rw = &rv.x;
+            uint4 o;
+            u32* ow = &o.x;
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                float lo = gelu_tanh(__uint_as_float(cw[h] << 16) + __uint_as_float(bw[h] << 16)) +
+                           __uint_as_float(rw[h] << 16);
+                float hi = gelu_tanh(__uint_as_float(cw[h] & 0xffff0000u) + __uint_as_float(bw[h] & 0xffff0000u)) +
+                           __uint_as_float(rw[h] & 0xffff0000u);
+                ow[h] = (u32)float_to_bf16(lo) | ((u32)float_to_bf16(hi) << 16);
+            }
+            reinterpret_cast<uint4*>(out)[t] = o;
+        }
+    } else {
+        for (; t < total; t += stride) {
+            float x = gelu_tanh(bf16_to_float(c[t]) + bf16_to_float(bias[t % cols]));
+            out[t] = float_to_bf16(residual ? x + bf16_to_float(residual[t]) : x);
+        }
+    }
+#else
+    __trap();   // the bf16 conversion needs compute capability 8.0 or newer
+#endif
+}
