@@ -622,3 +622,197 @@ def fusion_smoke() -> None:
         run_epilogue_pass(out, c, bias, res)
         if not float(cupy.abs(bf16_bits_to_float32(out) - ref).max()) <= 2 * tol:
             raise AssertionError(f"separate epilogue pass wrong at {m}x{n}x{k}")
+
+
+# --------------------------------------------------------------------------- analysis for the notebook
+
+def short_kernel_name(name: str) -> str:
+    """A profiler kernel name without its template arguments and parameter list."""
+    head = name.replace("(anonymous namespace)::", "").split("(")[0]
+    if "<" in head:
+        head = head.split("<")[0]
+    return head.replace("void ", "").strip() or name
+
+
+def _by(result, *keys) -> dict:
+    return {tuple(c.params[k] for k in keys): c for c in result.cases}
+
+
+def chain_rows(result) -> list[dict]:
+    """Per chain length: each plan's time, the fused kernel against copy, and its speedup over k launches."""
+    cases = _by(result, "k", "plan")
+    rows = []
+    for k in sorted({c.params["k"] for c in result.cases}):
+        copy, fused, split = (cases[(k, p)] for p in ("copy (course copy_vec4)", "course, one fused kernel",
+                                                     f"course, {k} kernels"))
+        eager, comp = cases[(k, "PyTorch eager")], cases.get((k, "torch.compile (Inductor)"))
+        rows.append({"k": k, "FLOP/byte (fused, analytic)": fused.flop / fused.bytes,
+                     "copy µs": copy.median_s * 1e6, "fused µs": fused.median_s * 1e6,
+                     "fused, % of copy bandwidth": 100 * copy.median_s / fused.median_s,
+                     f"k kernels µs": split.median_s * 1e6, "speedup over k kernels": split.median_s / fused.median_s,
+                     "target 0.8·k": 0.8 * k,
+                     "eager µs (kernels)": f"{eager.median_s * 1e6:,.0f} ({eager.extra['kernels']['count']})",
+                     "torch.compile µs (kernels)": (f"{comp.median_s * 1e6:,.0f} ({comp.extra['kernels']['count']})"
+                                                    if comp else "not run")})
+    return rows
+
+
+def copy_bandwidth(result) -> float:
+    """The copy kernel's median bandwidth over the whole run, bytes/s."""
+    copies = [c for c in result.cases if c.params["plan"].startswith("copy")]
+    return float(np.median([c.bandwidth_bytes_per_s for c in copies]))
+
+
+def compute_bound_k(result, slowdown: float = 1.2) -> dict:
+    """Where the fused chain stops being memory-bound: measured, the first k whose fused kernel takes
+    ``slowdown`` times the copy of the same bytes or more; analytic, the k at which k·c/(2b) reaches
+    the ridge, from the datasheet and from this run's copy bandwidth."""
+    from .hardware import gpu_spec
+
+    rows = chain_rows(result)
+    # the first k from which every longer chain is slower than the copy by the threshold: one noisy
+    # point below the ridge does not count as the turn
+    slow = [r["fused µs"] >= slowdown * r["copy µs"] for r in rows]
+    measured = next((r["k"] for i, r in enumerate(rows) if all(slow[i:])), None)
+    any_case = next(c for c in result.cases if c.params["plan"] == "course, one fused kernel")
+    flop_per_op = any_case.flop / any_case.params["k"] / (any_case.bytes / 2 / FP32_BYTES)
+    g = gpu_spec(result.gpu)
+    measured_ridge = g.peak("fp32") / copy_bandwidth(result)
+    return {"measured k": measured, "slowdown threshold": slowdown,
+            "analytic k (datasheet fp32 peak and HBM bandwidth)": fusion.compute_bound_chain_length(
+                flop_per_op, FP32_BYTES, g.name),
+            "analytic k (datasheet peak, measured copy bandwidth)": math.ceil(measured_ridge * 2 * FP32_BYTES / flop_per_op),
+            "FLOP per op per element": flop_per_op}
+
+
+def chain_figure(result):
+    """Left: time against chain length for every plan. Right: the fused chain on the roofline,
+    with the copy bandwidth measured in the same run and the datasheet fp32 peak."""
+    import matplotlib.pyplot as plt
+
+    from .hardware import gpu_spec
+
+    cases = _by(result, "k", "plan")
+    ks = sorted({c.params["k"] for c in result.cases})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = [("copy (course copy_vec4)", "copy of the same bytes"), ("course, one fused kernel", "course, fused"),
+              (None, "course, k kernels"), ("PyTorch eager", "PyTorch eager"),
+              ("torch.compile (Inductor)", "torch.compile")]
+    for plan, label in series:
+        pts = [(k, cases[(k, plan or f"course, {k} kernels")].median_s * 1e6) for k in ks
+               if (k, plan or f"course, {k} kernels") in cases]
+        left.plot(*zip(*pts), "o-", ms=4, label=label)
+    left.set(xscale="log", yscale="log", xlabel="ops in the chain, k", ylabel="median µs",
+             title="k elementwise ops on 256 MiB")
+    left.set_xticks(ks, [str(k) for k in ks])
+    left.legend(fontsize=8)
+    g = gpu_spec(result.gpu)
+    bw, peak = copy_bandwidth(result), g.peak("fp32")
+    xs = np.logspace(-1, 2.3, 200)
+    right.plot(xs, np.minimum(peak, xs * bw) / 1e12, "k-", lw=1,
+               label=f"roof: measured copy {bw / 1e12:.2f} TB/s, datasheet fp32 {peak / 1e12:.0f} TFLOP/s")
+    fused = [cases[(k, "course, one fused kernel")] for k in ks]
+    right.plot([c.flop / c.bytes for c in fused], [c.flop_per_s / 1e12 for c in fused], "o", color="C1",
+               label="course fused chain (measured)")
+    for c in fused:
+        right.annotate(f"k={c.params['k']}", (c.flop / c.bytes, c.flop_per_s / 1e12), fontsize=7,
+                       textcoords="offset points", xytext=(4, -8))
+    right.axvline(peak / bw, color="grey", ls=":", lw=1)
+    right.set(xscale="log", yscale="log", xlabel="FLOP per HBM byte", ylabel="TFLOP/s",
+              title="the fused chain on the roofline")
+    right.legend(fontsize=7, loc="lower right")
+    fig.suptitle(result.provenance, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def dram_rows(result) -> list[dict]:
+    """ncu's DRAM bytes for the profiled chain against the ledger's prediction for each plan."""
+    rows = []
+    for c in result.cases:
+        if "ncu" not in c.extra:
+            continue
+        k = c.params["k"]
+        chain = fusion.elementwise_chain(k, result.params["elements"], dtype="fp32")
+        plans = fusion.ledger(chain, result.gpu)
+        predicted = (plans.fused if "fused" in c.params["plan"] else plans.unfused).bytes_moved
+        measured = c.extra["ncu"]["dram__bytes_read.sum"] + c.extra["ncu"]["dram__bytes_write.sum"]
+        rows.append({"plan": c.params["plan"], "launches (ncu)": c.extra["ncu_launches"],
+                     "ledger MB (analytic)": predicted / 1e6, "DRAM read MB (ncu)": c.extra["ncu"]["dram__bytes_read.sum"] / 1e6,
+                     "DRAM write MB (ncu)": c.extra["ncu"]["dram__bytes_write.sum"] / 1e6,
+                     "ncu / ledger": measured / predicted})
+    return rows
+
+
+def kernel_rows(result, **where) -> list[dict]:
+    """Which kernels each plan launched (the PyTorch profiler's list), for the cases matching ``where``."""
+    rows = []
+    for c in result.cases:
+        if all(c.params.get(k) == v for k, v in where.items()):
+            names = c.extra["kernels"].get("distinct") or c.extra["kernels"].get("names")
+            rows.append({"plan": c.params["plan"], "kernels launched": c.extra["kernels"]["count"],
+                         "which": ", ".join(sorted({short_kernel_name(n) for n in names}))})
+    return rows
+
+
+def epilogue_rows(result) -> list[dict]:
+    """Every epilogue plan at each shape, against the plain course GEMM and cuBLAS of the same run."""
+    rows = []
+    for shape in result.params["shapes"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+        plain, lib = cs["course GEMM (plain)"], cs["cuBLAS GEMM (torch.mm)"]
+        for plan, c in cs.items():
+            rows.append({"M x N x K": "x".join(map(str, shape)), "plan": plan, "median µs": c.median_s * 1e6,
+                         "over the plain course GEMM": (f"{100 * (c.median_s / plain.median_s - 1):+.1f}%"
+                                                        if plan.startswith("course") else ""),
+                         "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
+                                               if plan.startswith(("cuBLAS", "torch")) else ""),
+                         "kernels": c.extra["kernels"]["count"]})
+    return rows
+
+
+def reduction_rows(result, op: str) -> list[dict]:
+    """Per row length: each plan's bandwidth as a % of the copy measured beside it (the minimum bytes,
+    one read and one write of the tensor, over the time)."""
+    rows = []
+    for n in result.params["row_lengths"] + result.params["spill_row_lengths"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["op"] == op and c.params["n"] == n}
+        copy = cs.pop("copy (course copy_vec4)")
+        row = {"row length": n, "rows": copy.extra["rows"], "copy µs": copy.median_s * 1e6}
+        for plan, c in cs.items():
+            row[f"{plan}, % of copy"] = 100 * copy.median_s / c.median_s
+        rows.append(row)
+    return rows
+
+
+def spill_rows(result) -> list[dict]:
+    """The long rows: the one-pass kernel's spills (compiler) and their traffic (ncu) beside two passes."""
+    rows = []
+    for c in result.cases:
+        if not c.extra.get("spill_case") or not c.params["plan"].startswith("course"):
+            continue
+        nc = c.extra.get("ncu", {})
+        rows.append({"op": c.params["op"], "row length": c.params["n"], "plan": c.params["plan"],
+                     "median µs": c.median_s * 1e6, "registers": c.launch["registers"],
+                     "spilled B per thread (ptxas)": c.launch["spill_store_bytes"],
+                     "local-memory sectors (ncu)": (nc.get("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", 0)
+                                                    + nc.get("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", 0)) if nc else None,
+                     "DRAM MB (ncu)": (nc["dram__bytes_read.sum"] + nc["dram__bytes_write.sum"]) / 1e6 if nc else None,
+                     "ledger MB (analytic)": c.extra["ledger_bytes"] / 1e6})
+    return rows
+
+
+def attention_rows(result) -> list[dict]:
+    """Naive attention against the fused kernel: the ledger's bytes, measured time, and the kernels."""
+    from .hardware import gpu_spec
+
+    rows, hbm = [], gpu_spec(result.gpu).hbm_bandwidth_bytes_per_s
+    for s in result.params["seq_lens"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["seq_len"] == s}
+        naive, fused = cs["naive (matmul, softmax, matmul)"], cs["scaled_dot_product_attention"]
+        rows.append({"N": s, "naive MB (ledger)": naive.bytes / 1e6, "fused MB (ledger)": fused.bytes / 1e6,
+                     "naive bytes at datasheet HBM bandwidth µs (analytic)": naive.bytes / hbm * 1e6,
+                     "naive µs": naive.median_s * 1e6,
+                     "SDPA µs": fused.median_s * 1e6, "speedup": naive.median_s / fused.median_s,
+                     "SDPA kernel": short_kernel_name(fused.extra["kernels"]["names"][0])})
+    return rows
