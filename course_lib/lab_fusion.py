@@ -126,15 +126,19 @@ def torch_chain(ops: list[PointwiseOp]):
     return chain
 
 
-def _compiled(fn):
-    """``torch.compile(fn)``, or None and the reason when Inductor cannot compile here."""
+def _compiled(fn, *example_args, dynamic: bool | None = False):
+    """``torch.compile(fn)`` after one successful call on ``example_args`` (compiling is lazy: a
+    missing Triton or a failed compile shows at the first call), or None and the reason.
+    ``dynamic=None`` is torch.compile's default: recompile for dynamic shapes when a shape changes."""
     import torch
 
     try:
         torch._dynamo.reset()
-        return torch.compile(fn, dynamic=False), None
+        compiled = torch.compile(fn, dynamic=dynamic)
+        compiled(*example_args)
+        return compiled, None
     except Exception as exc:  # noqa: BLE001  (any failure to compile is a finding to record)
-        return None, f"torch.compile failed: {type(exc).__name__}: {exc}"
+        return None, f"torch.compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
 
 
 def _kernel_summary(names: list[str]) -> dict:
@@ -204,7 +208,7 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
         for op in ops:
             ref = op.apply(ref)
         eager = torch_chain(ops)
-        compiled, why_not = _compiled(eager) if k in compiled_ks else (None, None)
+        compiled, why_not = _compiled(eager, tx) if k in compiled_ks else (None, None)
         plans = {"copy (course copy_vec4)": lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements))),
                  "course, one fused kernel": lambda: run_fused(fam, x, out),
                  f"course, {k} kernels": lambda: run_unfused(fam, k, x, out, scratch),
@@ -305,7 +309,7 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         def torch_epilogue(x, y, bb, r):
             return torch.nn.functional.gelu(x @ y + bb, approximate="tanh") + r
 
-        compiled, why_not = _compiled(torch_epilogue)
+        compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
         plans = {
             "course GEMM (plain)": (lambda: run_bf16(a, b, c), c, ref_mm),
             "course GEMM, fused bias + GELU": (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
@@ -464,8 +468,7 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
     for op in ("softmax", "rmsnorm"):
         eager = ((lambda t: torch.softmax(t, dim=-1)) if op == "softmax"
                  else (lambda t, w: torch.nn.functional.rms_norm(t, (t.shape[-1],), w, eps=1e-6)))
-        torch._dynamo.reset()
-        compiled = torch.compile(eager)
+        compiled, why_not = None, None   # one torch.compile per op, first called at the first row length
         for n in row_lengths + spill_row_lengths:
             rows = elements // n
             tx = torch.randn(rows, n, device="cuda", dtype=torch.float32, generator=torch.Generator("cuda").manual_seed(n))
@@ -475,12 +478,16 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
                 course = {p: (lambda p=p: run_softmax(out, x, p, stats)) for p in ("one pass", "two pass")}
-                lib = {"PyTorch eager (torch.softmax)": lambda: eager(tx), "torch.compile (Inductor)": lambda: compiled(tx)}
+                args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats)) for p in ("one pass", "two pass")}
-                lib = {"PyTorch eager (F.rms_norm)": lambda: eager(tx, tw),
-                       "torch.compile (Inductor)": lambda: compiled(tx, tw)}
+                args = (tx, tw)
+            if compiled is None and why_not is None:
+                compiled, why_not = _compiled(eager, *args, dynamic=None)
+            lib = {f"PyTorch eager ({'torch.softmax' if op == 'softmax' else 'F.rms_norm'})": lambda: eager(*args)}
+            if compiled is not None:
+                lib["torch.compile (Inductor)"] = lambda: compiled(*args)
             cgrid, cblock = elementwise_launch("copy_vec4", rows * n)
             plans = {"copy (course copy_vec4)": lambda: copy_fn(cgrid, cblock, (out, x, np.int64(rows * n))),
                      **{f"course {p}": fn for p, fn in course.items()}, **lib}
@@ -506,6 +513,8 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                     launch = launch_record((rows,), (threads,), fam.resources[kname])
                     extra["row_vecs"] = one_pass_row_vecs(n) if one else None
                     extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
+                if why_not and plan.startswith("PyTorch"):
+                    extra["torch_compile_unavailable"] = why_not
                 case = Case(f"{op} n={n}: {plan}", {"op": op, "n": n, "plan": plan}, plan, list(t.samples_s),
                             0.0, 2.0 * FP32_BYTES * rows * n, checks[plan], launch, extra=extra)
                 by_plan[plan] = require_passed(case)

@@ -28,6 +28,7 @@ __device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
 }
 
 __device__ __forceinline__ MaxSum push(MaxSum a, float x) {   // one more value, rescaling only when the max moves
+    if (x == NEG_INF) return a;   // a masked value adds nothing (and exp(-inf - -inf) would be NaN)
     if (x > a.m) return {x, a.s * __expf(a.m - x) + 1.f};
     return {a.m, a.s + __expf(x - a.m)};
 }

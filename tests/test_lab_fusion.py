@@ -1,0 +1,177 @@
+"""Notebook 08's pieces that need no GPU: the generated chain source, launch geometry, the attention
+ledger, the recorded results against the course's targets, and the exercise checks."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from course_lib import experiments, fusion, lab_fusion
+from course_lib.exercises_fusion import check_bytes_saved, check_faster
+
+
+def test_chain_source_has_one_kernel_per_op_and_a_fused_one():
+    ops = [lab_fusion.affine_op(i) for i in range(3)]
+    src = lab_fusion.chain_source(ops)
+    for name in ("op_1", "op_2", "op_3", "fused_chain"):
+        assert f'extern "C" __global__ void {name}(' in src
+    assert src.count("x = fmaf(") == 12 and "op_4" not in src
+    with pytest.raises(ValueError, match="at least one op"):
+        lab_fusion.chain_source([])
+
+
+def test_affine_coefficients_are_exact_in_fp32_and_distinct():
+    coeffs = [ab for i in range(32) for ab in lab_fusion.affine_op(i).coefficients]
+    assert all(np.float32(a) == a and np.float32(b) == b for a, b in coeffs)
+    assert all(abs(a) < 1 for a, _ in coeffs)
+    # neighbouring steps differ, so no two consecutive FMAs could be folded into one
+    assert all(coeffs[i] != coeffs[i + 1] for i in range(len(coeffs) - 1))
+
+
+def test_apply_matches_the_generated_statements():
+    op = lab_fusion.affine_op(5)
+    x = np.linspace(-1, 1, 7)
+    want = x.copy()
+    for stmt in op.statements:
+        a, b = (float(t.rstrip("f);")) for t in stmt.split("fmaf(x, ")[1].split(", "))
+        want = a * want + b
+    assert np.allclose(op.apply(x), want, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 1024, 1025, 2**26 + 3])
+def test_chain_launch_covers_every_element(n):
+    (blocks,), (threads,) = lab_fusion.chain_launch(n)
+    assert blocks >= 1
+    assert blocks * threads * 4 >= n - n % 4 and blocks * threads >= n % 4
+
+
+@pytest.mark.parametrize("n", [1, 5, 1000, 1024, 4097, 32768])
+def test_one_pass_rows_fit_the_default_registers_up_to_32k(n):
+    t = lab_fusion.row_threads(n)
+    assert 32 <= t <= 1024 and t & (t - 1) == 0
+    assert n <= t * 4 * lab_fusion._row_vecs_default()
+    assert lab_fusion.one_pass_row_vecs(n) == lab_fusion._row_vecs_default()
+
+
+def test_longer_rows_need_more_registers_than_a_1024_thread_block_has():
+    assert lab_fusion.one_pass_row_vecs(65536) == 16 and lab_fusion.one_pass_row_vecs(131072) == 32
+
+
+def test_attention_ledger():
+    fused = fusion.attention_bytes(8192, 64, 1, 2, fused=True)
+    naive = fusion.attention_bytes(8192, 64, 1, 2, fused=False)
+    assert fused == 4 * 8192 * 64 * 2
+    assert naive / fused == pytest.approx(1 + 8192 / 64)
+    assert fusion.attention_bytes(1024, 64, 64, 2, True) == 64 * fusion.attention_bytes(1024, 64, 1, 2, True)
+    with pytest.raises(ValueError, match="seq_len"):
+        fusion.attention_bytes(0, 64, 1, 2, True)
+
+
+def test_kernel_names_lose_templates_and_arguments():
+    assert lab_fusion.short_kernel_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)") \
+        == "at::native::cunn_SoftMaxForward"
+    assert lab_fusion.short_kernel_name("triton_poi_fused_add_mul_0") == "triton_poi_fused_add_mul_0"
+
+
+# --------------------------------------------------------------------------- the recorded run
+
+@pytest.fixture(scope="module")
+def chains():
+    return experiments.replay("fusion.chains", experiments.resolve_params("fusion.chains"))
+
+
+@pytest.fixture(scope="module")
+def reductions():
+    return experiments.replay("fusion.reductions", experiments.resolve_params("fusion.reductions"))
+
+
+def test_recorded_fused_chain_holds_copy_bandwidth_and_beats_k_launches(chains):
+    for row in lab_fusion.chain_rows(chains):
+        if row["k"] <= 8:   # memory-bound
+            assert row["fused, % of copy bandwidth"] >= 90, row
+            assert row["speedup over k kernels"] >= row["target 0.8·k"], row
+
+
+def test_recorded_chain_turns_compute_bound_near_the_ridge(chains):
+    turn = lab_fusion.compute_bound_k(chains)
+    assert 8 < turn["measured k"] <= turn["analytic k (datasheet peak, measured copy bandwidth)"]
+    assert turn["analytic k (datasheet fp32 peak and HBM bandwidth)"] == fusion.compute_bound_chain_length(8, 4, "H200")
+
+
+def test_one_slow_point_below_the_ridge_is_not_the_turn(chains):
+    noisy = [dataclasses.replace(c, samples_s=[3 * s for s in c.samples_s])
+             if c.params == {"k": 2, "plan": "course, one fused kernel"} else c for c in chains.cases]
+    assert lab_fusion.compute_bound_k(dataclasses.replace(chains, cases=noisy))["measured k"] == \
+        lab_fusion.compute_bound_k(chains)["measured k"]
+
+
+def test_recorded_dram_bytes_match_the_ledger(chains):
+    rows = lab_fusion.dram_rows(chains)
+    assert {r["launches (ncu)"] for r in rows} == {1, chains.params["profiled_k"]}
+    assert all(0.9 <= r["ncu / ledger"] <= 1.05 for r in rows), rows
+
+
+def test_recorded_kernel_lists_show_the_fusion(chains):
+    rows = {r["plan"]: r for r in lab_fusion.kernel_rows(chains, k=8)}
+    assert rows["course, one fused kernel"]["kernels launched"] == 1
+    assert rows["course, 8 kernels"]["kernels launched"] == 8
+    assert rows["torch.compile (Inductor)"]["kernels launched"] == 1
+    assert rows["PyTorch eager"]["kernels launched"] == 64   # y * a + b: two kernels a step, four steps an op
+
+
+def test_recorded_one_pass_reductions_meet_the_target_from_4k_to_16k(reductions):
+    for op in ("softmax", "rmsnorm"):
+        for row in lab_fusion.reduction_rows(reductions, op):
+            if 4096 <= row["row length"] <= 16384:
+                assert row["course one pass, % of copy"] >= 85, row
+                others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
+                assert row["course one pass, % of copy"] >= max(others), row
+
+
+def test_recorded_spills_make_the_one_pass_kernel_lose(reductions):
+    rows = lab_fusion.spill_rows(reductions)
+    for op in ("softmax", "rmsnorm"):
+        one, two = ({r["plan"]: r for r in rows if r["op"] == op and r["row length"] == 131072}[p]
+                    for p in ("course one pass", "course two pass"))
+        assert one["median µs"] > 2 * two["median µs"]
+        assert one["spilled B per thread (ptxas)"] > 0 and one["local-memory sectors (ncu)"] > 0
+        assert one["DRAM MB (ncu)"] > two["DRAM MB (ncu)"] and one["ledger MB (analytic)"] < two["ledger MB (analytic)"]
+
+
+def test_recorded_epilogue_plans_launch_what_they_say():
+    epi = experiments.replay("fusion.epilogue", experiments.resolve_params("fusion.epilogue"))
+    rows = lab_fusion.epilogue_rows(epi)
+    kernels = {r["plan"]: r["kernels"] for r in rows}
+    assert kernels["course GEMM, fused bias + GELU + residual"] == 1
+    assert kernels["course GEMM + separate epilogue pass"] == 2
+    fused = [float(r["over the plain course GEMM"].rstrip("%")) for r in rows
+             if r["plan"] == "course GEMM, fused bias + GELU" and r["M x N x K"] == "4096x4096x4096"]
+    assert fused[0] <= 5.0
+
+
+def test_recorded_attention_gap_grows_with_the_sequence():
+    att = experiments.replay("fusion.attention", experiments.resolve_params("fusion.attention"))
+    rows = lab_fusion.attention_rows(att)
+    assert [r["N"] for r in rows] == sorted(r["N"] for r in rows)
+    assert rows[-1]["speedup"] > rows[0]["speedup"] > 1
+
+
+# --------------------------------------------------------------------------- exercises
+
+def test_bytes_saved_exercise_accepts_the_ledger_and_rejects_a_wrong_count():
+    chain = fusion.scale_bias_gelu_residual(8192 * 4096, "bf16")
+    plans = fusion.ledger(chain, "NVIDIA H100 SXM")
+    right = (plans.bytes_saved, plans.fused.seconds * 1e6)
+    assert check_bytes_saved(chain, "NVIDIA H100 SXM", right).correct
+    one_way = (plans.bytes_saved / 2, right[1])        # counted each intermediate once, not written and read
+    assert not check_bytes_saved(chain, "NVIDIA H100 SXM", one_way).correct
+    assert "2·|Z|·b" in check_bytes_saved(chain, "NVIDIA H100 SXM", one_way)
+    assert not check_bytes_saved(chain, "NVIDIA H100 SXM", None).correct
+    assert not check_bytes_saved(chain, "NVIDIA H100 SXM", "lots").correct
+
+
+def test_prediction_exercise_follows_the_measurement(reductions):
+    assert check_faster(reductions, "softmax", 131072, "two pass").correct
+    assert not check_faster(reductions, "softmax", 131072, "one pass").correct
+    assert check_faster(reductions, "softmax", 4096, "one pass").correct
+    assert not check_faster(reductions, "softmax", 4096, "fused").correct
+    assert not check_faster(reductions, "softmax", 12345, "one pass").correct
