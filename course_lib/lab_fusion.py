@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -359,7 +360,9 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
 
 # --------------------------------------------------------------------------- row reductions
 
+@functools.lru_cache(maxsize=1)
 def _row_vecs_default() -> int:
+    """ROW_VECS as fusion.cu defines it (read once: every row launch asks)."""
     import re
 
     return int(re.search(r"#define ROW_VECS (\d+)", cuda.source(FAMILY)).group(1))
@@ -658,7 +661,7 @@ def chain_rows(result) -> list[dict]:
         rows.append({"k": k, "FLOP/byte (fused, analytic)": fused.flop / fused.bytes,
                      "copy µs": copy.median_s * 1e6, "fused µs": fused.median_s * 1e6,
                      "fused, % of copy bandwidth": 100 * copy.median_s / fused.median_s,
-                     f"k kernels µs": split.median_s * 1e6, "speedup over k kernels": split.median_s / fused.median_s,
+                     "k kernels µs": split.median_s * 1e6, "speedup over k kernels": split.median_s / fused.median_s,
                      "target 0.8·k": 0.8 * k,
                      "eager µs (kernels)": f"{eager.median_s * 1e6:,.0f} ({eager.extra['kernels']['count']})",
                      "torch.compile µs (kernels)": (f"{comp.median_s * 1e6:,.0f} ({comp.extra['kernels']['count']})"
