@@ -15,6 +15,11 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+# NVRTC 12.9+ caches compiled programs, and a program served from that cache comes back without
+# ptxas's -v report, which is where the course reads registers and spills from. Set before NVRTC
+# loads; compile_family also retries a compile whose report came back empty (see there).
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+
 KERNEL_DIR = Path(__file__).parent / "kernels"
 # ptxas's reports for the compiles the notebooks ask for, made where NVRTC runs (scripts/
 # record_compile_reports.py): on a machine without NVRTC (macOS, Windows) they stand in, labelled.
@@ -251,6 +256,9 @@ def _recorded(family: str, arch: str, options: tuple[str, ...], why: NvrtcUnavai
     return rec["log"], rec["nvrtc"]
 
 
+_REPORT_RETRIES: list[str] = []
+
+
 @functools.lru_cache(maxsize=None)
 def compile_family(family: str, arch: str | None = None, options: tuple[str, ...] = ()) -> CompiledFamily:
     """Compile ``kernels/<family>.cu`` for ``arch`` (default: the current GPU's). Without NVRTC, the
@@ -266,6 +274,14 @@ def compile_family(family: str, arch: str | None = None, options: tuple[str, ...
         (log, recorded_with), cubin = _recorded(family, arch, options, why), b""
     resources = parse_ptxas_report(log, arch)
     missing = set(kernel_names(family)) - set(resources)
+    if missing and recorded_with is None and not log.strip():
+        # Served from NVRTC's own cache without a report: compile again with a define nothing reads
+        # (the same code, but a key that cache has never seen), so that ptxas runs and reports.
+        nonce = f"-DCOURSE_PTXAS_REPORT_{os.getpid()}_{len(_REPORT_RETRIES)}"
+        _REPORT_RETRIES.append(nonce)
+        cubin, log = compile_source(source(family), arch, f"{family}.cu", options + (nonce,), use_cache=False)
+        resources = parse_ptxas_report(log, arch)
+        missing = set(kernel_names(family)) - set(resources)
     if missing:
         raise CompileError(f"ptxas reported no resources for {sorted(missing)} in {family}.cu:\n{log}")
     return CompiledFamily(family, arch, cubin, log, resources, recorded_with)

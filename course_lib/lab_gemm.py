@@ -224,18 +224,21 @@ def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
 
 
 def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto", grid=None,
-             epilogue_args: tuple = ()) -> None:
+             epilogue_args: tuple = (), smem_bytes: int | None = None) -> None:
     """C = A·B with the mma.sync kernel on raw-bf16 CuPy arrays (uint16 or int16 bit patterns).
 
     ``copies`` picks how tiles reach shared memory: ``"cp.async"``, ``"tma"`` (sm_90+), or ``"auto"``.
     ``grid`` replaces the one-tile-per-block grid (the scheduled variant's persistent and split-K grids).
     ``epilogue_args`` are the bias and residual a ``TC_EPILOGUE`` variant takes (``lab_fusion``).
+    ``smem_bytes`` asks for more dynamic shared memory than the tiles need, so fewer blocks fit on an
+    SM (``lab_pipeline`` holds the GEMM to one block per SM that way).
     """
     import numpy as np
 
     m, k = a_bits.shape
     n = b_bits.shape[1]
     one_tile_each, block, smem = bf16_geometry(m, n, defines)
+    smem = max(smem, smem_bytes or 0)
     grid = grid or one_tile_each
     fn = function or _bf16_function()
     if fn.max_dynamic_shared_size_bytes < smem:

@@ -63,6 +63,9 @@
 #ifndef TC_EPILOGUE
 #define TC_EPILOGUE 0    // 1: C = GELU(A·B + bias); 2: C = GELU(A·B + bias) + residual (notebook 08)
 #endif
+#ifndef TC_PROXY_FENCE
+#define TC_PROXY_FENCE 1 // 0: leave out the TMA path's proxy fence (notebook 09 shows what goes wrong)
+#endif
 #ifndef TC_GELU_TANHF
 #define TC_GELU_TANHF 0  // 1: the epilogue's GELU calls tanhf rather than the hardware tanh
 #endif
@@ -402,13 +405,23 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #if __CUDA_ARCH__ >= 900
                                 // ldmatrix reads and TMA writes go through different proxies: without
                                 // this fence the refill may overwrite the slot under a pending read.
+#if TC_PROXY_FENCE
                                 asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
                                 __syncthreads();   // everyone has: the slot is free
                                 if (tid == 0 && t + S < tiles) tma_fill(slot, t_first + t + S);
                                 if (t + 1 < tiles) mbar_wait(bars + next_slot * 8, ((t + 1) / S) & 1);
 #endif
+                            } else if (S == 1) {
+                                // One slot: nothing overlaps. Everyone has read tile t; tile t + 1 is
+                                // copied into the same slot and waited for before any more math.
+                                __syncthreads();
+                                if (t + 1 < tiles) load_tile(slot, k_first + (t + 1) * BK);
+                                cp_async_commit();
+                                cp_async_wait<0>();
+                                __syncthreads();
                             } else {
-                                cp_async_wait<S - 2>();   // tile t + 1 has landed (this thread's copies)...
+                                cp_async_wait<(S >= 2 ? S - 2 : 0)>();   // tile t + 1 has landed (this thread's copies)...
                                 __syncthreads();          // ...everyone's, and everyone has read tile t
                                 if (t + S < tiles) load_tile(slot, k_first + (t + S) * BK);
                                 cp_async_commit();
@@ -439,9 +452,15 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             cp_async_commit();
         }
         for (int t = 0; t < tiles; ++t) {
-            cp_async_wait<S - 2>();
-            __syncthreads();
-            {
+            if (S == 1) {   // one slot: wait until everyone is done with tile t - 1, then copy tile t and wait
+                __syncthreads();
+                load_tile(0, k_first + t * BK);
+                cp_async_commit();
+                cp_async_wait<0>();
+                __syncthreads();
+            } else {
+                cp_async_wait<(S >= 2 ? S - 2 : 0)>();
+                __syncthreads();
                 int next = t + S - 1;
                 if (next < tiles) load_tile(next % S, k_first + next * BK);
                 cp_async_commit();

@@ -1,0 +1,565 @@
+"""Notebook 09's experiments: how long a load takes, and what keeps enough loads in flight.
+
+* ``pipeline.latency``: one thread chasing pointers through footprints from 16 KiB to 1 GiB, with
+  L1-cached and L2-only loads: the latency of each memory level.
+* ``pipeline.streaming``: the same sum of squares over 1 GiB with synchronous loads at 1 to 8 blocks
+  per SM, and with cp.async and with TMA bulk copies of 16 KiB tiles at 1 to 12 stages on one block per SM; the
+  course's copy kernel in the same run; Nsight Compute's achieved occupancy and instruction counts.
+* ``pipeline.gemm_stages``: the course's bf16 GEMM at 4096³ with 1 to 6 stages, cp.async and TMA.
+* ``pipeline.timeline``: a warp-specialized kernel (a producer warp, four consumer warps, full and
+  empty mbarriers) with its copies and math timestamped on its first blocks, at 1, 2 and 4 stages,
+  beside the same kernel untraced (the instrumentation's cost).
+* ``pipeline.proxy_fence``: TMA refills of shared memory that the block has just read, with and
+  without ``fence.proxy.async``, counted over many runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import cuda
+from .evidence import Case
+from .experiments import check_close, experiment, launch_record, require_passed
+from .smoke import covers
+
+FAMILY = "pipeline"
+THREADS = 256                 # stream_* kernels (PL_THREADS)
+TILE_BYTES = THREADS * 4 * 16 # a pipelined tile: PL_VECS = 4 float4s per thread
+SYNC_BYTES_PER_THREAD = 16    # stream_sync: one float4 in flight per thread
+SPEC_WARPS = 1 + 4            # producer + consumers (stream_specialized)
+SPEC_TILE_BYTES = 4 * 32 * 8 * 16
+TRACE_TILES = 64              # SP_TRACE_TILES
+LINE_BYTES = 128
+BULK_MIN_CC = 9.0
+EVENTS = ("issue", "land", "math start", "math end")
+
+
+def options(stages: int | None = None, trace: bool = False) -> tuple[str, ...]:
+    """The NVRTC -D options of a variant: ``PL_STAGES`` (default 4) and ``PL_TRACE``."""
+    opts = () if stages is None else (f"-DPL_STAGES={int(stages)}",)
+    return opts + (("-DPL_TRACE=1",) if trace else ())
+
+
+def family(stages: int | None = None, trace: bool = False, arch: str | None = None):
+    return cuda.compile_family(FAMILY, arch, options(stages, trace))
+
+
+def _function(name: str, stages: int | None = None, trace: bool = False, smem: int = 0):
+    fn = family(stages, trace).function(name)
+    if smem > fn.max_dynamic_shared_size_bytes:
+        fn.max_dynamic_shared_size_bytes = smem   # opt in beyond the default 48 KiB
+    return fn
+
+
+def _device():
+    from .hardware import detect
+
+    info = detect()
+    if info is None:
+        raise RuntimeError("no GPU in use: notebook 09's kernels need one (replay shows what was recorded)")
+    return info
+
+
+def require_bulk_copies(compute_capability) -> None:
+    if float(compute_capability) < BULK_MIN_CC:
+        raise RuntimeError(f"TMA bulk copies and mbarrier byte counts need compute capability {BULK_MIN_CC}+ "
+                           f"(Hopper); this GPU is {compute_capability}. cp.async (8.0+) runs here: "
+                           "use kernel='stream_cp_async'.")
+
+
+# --------------------------------------------------------------------------- pointer chasing
+
+def chase_chain(footprint_bytes: int, seed: int = 0):
+    """A random cycle through every 128-byte line of a ``footprint_bytes`` buffer: element 32·i holds
+    the index of the next line's first element. Returns (chain, order), order the lines in cycle order."""
+    import cupy
+
+    lines = footprint_bytes // LINE_BYTES
+    if lines < 2:
+        raise ValueError(f"a footprint of {footprint_bytes} B holds fewer than two 128-byte lines")
+    order = cupy.asarray(np.random.default_rng(seed).permutation(lines).astype(np.uint32))
+    chain = cupy.zeros(lines * (LINE_BYTES // 4), dtype=cupy.uint32)
+    chain[order * 32] = cupy.roll(order, -1) * 32
+    return chain, order
+
+
+def chase_hops(footprint_bytes: int, l2_bytes: int, min_hops: int = 1 << 15, max_hops: int = 1 << 19) -> int:
+    """Hops per launch. A footprint that fits in the L2 gets twice its lines (up to ``max_hops``), so
+    the warm-up launches have touched every line before timing starts; a larger one misses anyway
+    (the walk continues from launch to launch and meets lines the cache has long evicted)."""
+    lines = footprint_bytes // LINE_BYTES
+    return int(min(max_hops, max(min_hops, 2 * lines))) if footprint_bytes <= l2_bytes else min_hops
+
+
+def run_chase(kernel: str, chain, hops: int, cursor) -> None:
+    """One thread, ``hops`` dependent loads, starting where the last launch stopped (``cursor``, a
+    one-element uint32 array), so consecutive launches walk on instead of repeating one path."""
+    cuda.kernel(FAMILY, kernel)((1,), (1,), (chain, np.int64(hops), cursor))
+
+
+def _chase_check(kernel: str, chain, order, hops: int) -> dict:
+    """From line 0, ``hops`` hops must end on the line ``hops`` places later in cycle order."""
+    import cupy
+
+    cursor = cupy.zeros(1, dtype=cupy.uint32)
+    run_chase(kernel, chain, hops, cursor)
+    start = int(cupy.nonzero(order == 0)[0][0])
+    want = int(order[(start + hops) % order.size]) * 32
+    return {"reference": "the cycle's order, walked on the host", "max_abs_err": float(abs(int(cursor[0]) - want)),
+            "tolerance": 0.0, "passed": int(cursor[0]) == want}
+
+
+@experiment("pipeline.latency",
+            "Pointer chasing: one thread's dependent loads through footprints from 16 KiB to 1 GiB, "
+            "L1-cached (ld.global.ca) and L2-only (ld.global.cg).",
+            l1_footprints=[16 << 10, 64 << 10, 128 << 10, 512 << 10, 4 << 20],
+            l2_footprints=[512 << 10, 2 << 20, 8 << 20, 16 << 20, 24 << 20, 48 << 20, 64 << 20, 256 << 20, 1 << 30],
+            samples=20)
+def latency(l1_footprints: list[int], l2_footprints: list[int], samples: int) -> list[Case]:
+    import cupy
+
+    from .timing import benchmark
+
+    l2 = _device().l2_bytes
+    cases = []
+    for kernel, footprints in (("chase_l1", l1_footprints), ("chase_l2", l2_footprints)):
+        for fp in footprints:
+            chain, order = chase_chain(fp, seed=fp % 997)
+            hops = chase_hops(fp, l2)
+            check = _chase_check(kernel, chain, order, hops)
+            cursor = cupy.zeros(1, dtype=cupy.uint32)
+            t = benchmark(lambda: run_chase(kernel, chain, hops, cursor), samples)
+            cases.append(require_passed(Case(
+                f"{kernel}, {fp} B", {"kernel": kernel, "footprint_bytes": fp}, f"{FAMILY}.{kernel}",
+                list(t.samples_s), 0.0, float(hops * 4), check,
+                launch_record((1,), (1,), cuda.resources(FAMILY, kernel)),
+                extra={"hops": hops, "latency_ns": t.median_s / hops * 1e9})))
+    return cases
+
+
+def latency_ns(result, kernel: str, footprint_bytes: int) -> float:
+    c = next(c for c in result.cases if c.params == {"kernel": kernel, "footprint_bytes": footprint_bytes})
+    return c.median_s / c.extra["hops"] * 1e9
+
+
+# --------------------------------------------------------------------------- streaming
+
+def max_bytes_in_flight(kernel: str, blocks_per_sm: int, stages: int | None) -> int:
+    """The most bytes one SM can have on their way: a float4 per resident thread (synchronous), or
+    the tiles issued ahead of the one being read (S - 1 of them; the one tile of a one-stage loop)."""
+    if kernel == "stream_sync":
+        return blocks_per_sm * THREADS * SYNC_BYTES_PER_THREAD
+    return blocks_per_sm * max(1, stages - 1) * TILE_BYTES
+
+
+def stream_smem(kernel: str, stages: int) -> int:
+    return 0 if kernel == "stream_sync" else stages * TILE_BYTES
+
+
+def run_stream(kernel: str, x, partial, blocks: int, stages: int = 4, proxy_fence: bool = True) -> None:
+    """The sum of squares of ``x`` (float32) by ``blocks`` persistent blocks; one float per block in ``partial``."""
+    smem = stream_smem(kernel, stages)
+    fn = _function(kernel, None if kernel == "stream_sync" else stages, smem=smem)
+    args = (x, np.int64(x.size), partial) + ((np.int32(int(proxy_fence)),) if kernel == "stream_bulk" else ())
+    fn((blocks,), (THREADS,), args, shared_mem=smem)
+
+
+def _sum_squares_check(partial, want: float, rtol: float = 1e-4) -> dict:
+    got = float(partial.astype(np.float64).sum())
+    return {"reference": "float64 sum of squares", "max_abs_err": abs(got - want), "tolerance": rtol * abs(want),
+            "passed": abs(got - want) <= rtol * abs(want)}
+
+
+def stream_variants(sync_blocks: list[int], stages: list[int], async_blocks: list[int], bulk: bool) -> list[dict]:
+    out = [{"kernel": "stream_sync", "blocks_per_sm": b, "stages": None} for b in sync_blocks]
+    for kernel in ("stream_cp_async",) + (("stream_bulk",) if bulk else ()):
+        out += [{"kernel": kernel, "blocks_per_sm": b, "stages": s} for b in async_blocks for s in stages
+                if b * s * TILE_BYTES <= 200 * 1024]
+    return out
+
+
+def profile_streaming(elements: int, variants: list[dict]) -> None:
+    """Each variant launched once, in order: what ncu profiles for ``pipeline.streaming``."""
+    import cupy
+
+    sms = _device().sm_count
+    x = cupy.ones(elements, dtype=cupy.float32)
+    partial = cupy.empty(8 * sms, dtype=cupy.float32)
+    for v in variants:
+        run_stream(v["kernel"], x, partial, v["blocks_per_sm"] * sms, v["stages"] or 1)
+    cupy.cuda.Device().synchronize()
+
+
+STREAM_METRICS = ["sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed.sum",
+                  "dram__bytes_read.sum", "gpu__time_duration.sum"]
+
+
+@experiment("pipeline.streaming",
+            "A sum of squares over 1 GiB: synchronous loads at 1-8 blocks per SM against cp.async and TMA bulk "
+            "copies of 16 KiB tiles at 1-12 stages on one (and two) blocks per SM; the copy kernel in the same run.",
+            elements=1 << 28, sync_blocks=[1, 2, 3, 4, 6, 8], stages=[1, 2, 3, 4, 6, 8, 12],
+            async_blocks=[1, 2], samples=20,
+            profiled=[["stream_sync", 8, None], ["stream_sync", 2, None], ["stream_cp_async", 1, 4],
+                      ["stream_bulk", 1, 4], ["stream_cp_async", 1, 8], ["stream_bulk", 1, 8]])
+def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_blocks: list[int], samples: int,
+              profiled: list[list]) -> list[Case]:
+    import cupy
+
+    from . import occupancy, profiler
+    from .experiments import elementwise_launch
+    from .timing import benchmark_interleaved
+
+    info = _device()
+    sms, bulk = info.sm_count, float(info.compute_capability) >= BULK_MIN_CC
+    x = cupy.random.default_rng(5).random(elements, dtype=cupy.float32)
+    want = float((x.astype(cupy.float64) ** 2).sum())
+    out = cupy.empty_like(x)
+    partial = cupy.empty(max(sync_blocks + async_blocks) * sms, dtype=cupy.float32)
+    variants = stream_variants(sync_blocks, stages, async_blocks, bulk)
+    copy_fn = cuda.kernel("elementwise", "copy_vec4")
+    copy_grid, copy_block = elementwise_launch("copy_vec4", elements)
+    calls, checks = [lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements)))], []
+    for v in variants:
+        call = (lambda v=v: run_stream(v["kernel"], x, partial[:v["blocks_per_sm"] * sms], v["blocks_per_sm"] * sms,
+                                       v["stages"] or 1))
+        partial.fill(np.nan)
+        call()
+        checks.append(_sum_squares_check(partial[:v["blocks_per_sm"] * sms], want))
+        calls.append(call)
+    out.fill(np.nan)
+    calls[0]()
+    copy_check = check_close(out, x, "source array", 0.0)
+    times = benchmark_interleaved(calls, samples)
+    nbytes = 4.0 * elements
+    cases = [require_passed(Case("copy (course copy_vec4)", {"kernel": "copy_vec4"}, "elementwise.copy_vec4",
+                                 list(times[0].samples_s), 0.0, 2 * nbytes, copy_check,
+                                 launch_record(copy_grid, copy_block, cuda.resources("elementwise", "copy_vec4"))))]
+    bud = occupancy.budget_from_device(info)
+    for v, check, t in zip(variants, checks, times[1:]):
+        kernel, b, s = v["kernel"], v["blocks_per_sm"], v["stages"]
+        res = family(s).resources[kernel]
+        smem = stream_smem(kernel, s or 1)
+        resident = occupancy.residency(bud, THREADS, res.registers, smem + res.static_smem_bytes)
+        if resident.resident_blocks < b:
+            raise AssertionError(f"{kernel} at {b} blocks per SM: only {resident.resident_blocks} fit")
+        name = f"{kernel}, {b} block{'s' * (b > 1)}/SM" + (f", {s} stage{'s' * (s > 1)}" if s else "")
+        cases.append(require_passed(Case(
+            name, dict(v), f"{FAMILY}.{kernel}", list(t.samples_s), 2.0 * elements, nbytes, check,
+            launch_record((b * sms,), (THREADS,), res, smem),
+            extra={"resident_warps_per_sm": b * THREADS // 32, "model_occupancy": b * THREADS / bud.max_threads_per_sm,
+                   "max_bytes_in_flight_per_sm": max_bytes_in_flight(kernel, b, s)})))
+    wanted = [{"kernel": k, "blocks_per_sm": b, "stages": s} for k, b, s in profiled
+              if bulk or k != "stream_bulk"]
+    targets = [next(c for c in cases if c.params == w) for w in wanted]
+    script = f"from course_lib import lab_pipeline; lab_pipeline.profile_streaming({elements}, {wanted!r})"
+    profiler.attach_profiles(targets, script, STREAM_METRICS, r"^stream_", [w["kernel"] for w in wanted])
+    return cases
+
+
+# --------------------------------------------------------------------------- the GEMM's stages
+
+GEMM_KERNEL = "bf16_gemm_mma"
+
+
+def gemm_defines(stages: int, proxy_fence: bool = True) -> dict:
+    return {"TC_STAGES": stages} | ({} if proxy_fence else {"TC_PROXY_FENCE": 0})
+
+
+def one_block_smem(info) -> int:
+    """Dynamic shared memory that lets only one block of the GEMM onto an SM, whatever its stages."""
+    return info.smem_per_sm_bytes // 2 + 1024
+
+
+@experiment("pipeline.gemm_stages",
+            "The course's bf16 GEMM at 1-6 stages, cp.async and TMA copies, as many blocks per SM as fit and "
+            "held to one; checked against cuBLAS, timed call by call with it.",
+            n=4096, stages=[1, 2, 3, 4, 5, 6], samples=20)
+def gemm_stages(n: int, stages: list[int], samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    from . import occupancy
+    from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
+                           defines_to_options, runnable_engines, run_bf16, to_bf16_bits)
+    from .timing import benchmark_interleaved
+
+    info = _device()
+    bud = occupancy.budget_from_device(info)
+    a, b = to_bf16_bits(_random((n, n), 11)), to_bf16_bits(_random((n, n), 12))
+    c = cupy.empty((n, n), dtype=cupy.uint16)
+    ta, tb = _torch_view(a), _torch_view(b)
+    ref = cupy.asarray(torch.mm(ta, tb).float())
+    engines = runnable_engines(info.compute_capability, n, n)
+    variants, calls, checks = [], [lambda: torch.mm(ta, tb)], []
+    for s in stages:
+        fam = cuda.compile_family(BF16, None, defines_to_options(gemm_defines(s)))
+        fn, res = fam.function(GEMM_KERNEL), fam.resources[GEMM_KERNEL]
+        grid, block, smem = bf16_geometry(n, n, gemm_defines(s))
+        natural = occupancy.residency(bud, block[0], res.registers, smem + res.static_smem_bytes).resident_blocks
+        for held in sorted({natural, 1}, reverse=True):
+            request = smem if held == natural else one_block_smem(info)
+            for engine in engines:
+                call = (lambda fn=fn, s=s, e=engine, r=request: run_bf16(a, b, c, fn, gemm_defines(s), e, smem_bytes=r))
+                c.fill(0xFFFF)
+                call()
+                checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
+                variants.append((s, engine, held, request, res, grid, block))
+                calls.append(call)
+    times = benchmark_interleaved(calls, samples)
+    flop, nbytes = 2.0 * n ** 3, 6.0 * n * n
+    cases = [Case("cuBLAS bf16", {"stages": None, "copies": "cublas", "blocks_per_sm": None},
+                  "cublas bf16 (torch.mm)", list(times[0].samples_s), flop, nbytes,
+                  check_close(ref, ref, "itself (the reference)", 0.0))]
+    for (s, engine, held, request, res, grid, block), check, t in zip(variants, checks, times[1:]):
+        cases.append(require_passed(Case(
+            f"bf16_gemm_mma ({engine}), {s} stage{'s' * (s > 1)}, {held} block{'s' * (held > 1)}/SM",
+            {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{GEMM_KERNEL}", list(t.samples_s),
+            flop, nbytes, check, launch_record(grid, block, res, request),
+            extra={"k_tiles": -(-n // 64), "output_tiles": grid[0], "stage_bytes": (128 * 64 + 64 * 128) * 2})))
+    return cases
+
+
+# --------------------------------------------------------------------------- the timeline
+
+def run_specialized(x, partial, stages: int, work: int, trace=None, header=None, traced_blocks: int = 0,
+                    blocks: int | None = None) -> None:
+    """The warp-specialized kernel on one block per SM (``blocks`` to change that); traced when
+    ``trace`` and ``header`` are given (``traced_blocks`` x TRACE_TILES x 4 and x 5 uint64)."""
+    import cupy
+
+    if x.size % 4:
+        raise ValueError(f"stream_specialized reads whole float4s: {x.size} floats is not a multiple of 4")
+    traced = trace is not None
+    smem = stages * SPEC_TILE_BYTES
+    fn = _function("stream_specialized", stages, traced, smem)
+    threads = 32 * (SPEC_WARPS + int(traced))
+    blocks = blocks or _device().sm_count
+    null = cupy.zeros(1, dtype=cupy.uint64)
+    fn((blocks,), (threads,), (x, np.int64(x.size), partial, np.int32(work),
+                               trace if traced else null, header if traced else null, np.int32(traced_blocks)),
+       shared_mem=smem)
+
+
+def specialized_reference(x, work: int) -> float:
+    """Σ f(x) with f = ``work`` steps of x → 0.999·x + 0.001, in float64 (closed form)."""
+    a, b = 0.999, 0.001
+    xd = x.astype(np.float64)
+    return float((xd * a ** work + b * (1 - a ** work) / (1 - a)).sum())
+
+
+def trace_intervals(trace_row, header_row) -> dict:
+    """One traced block's events in ns since its first issue: clock64 stamps converted with the
+    block's own clock rate (its globaltimer and clock64 at start and end)."""
+    t = np.asarray(trace_row, dtype=np.float64).reshape(-1, len(EVENTS))
+    smid, gt0, clk0, gt1, clk1 = (int(v) for v in header_row)
+    ns_per_clock = (gt1 - gt0) / (clk1 - clk0)
+    ns = (t - t[0, 0]) * ns_per_clock
+    return {"smid": smid, "ns_per_clock": ns_per_clock, "start_ns": float(gt0),
+            **{e: [round(float(v), 1) for v in ns[:, i]] for i, e in enumerate(EVENTS)}}
+
+
+@experiment("pipeline.timeline",
+            "A warp-specialized kernel's copies and math, timestamped per tile on its first blocks, at 1, 2, 4 "
+            "and 8 stages; the same kernel untraced for the instrumentation's cost.",
+            stages=[1, 2, 4, 8], work=16, traced_blocks=4, samples=20)
+def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> list[Case]:
+    import cupy
+
+    from .timing import benchmark_interleaved
+
+    info = _device()
+    require_bulk_copies(info.compute_capability)
+    sms = info.sm_count
+    elements = sms * TRACE_TILES * SPEC_TILE_BYTES // 4     # every tile of every block traced
+    x = cupy.random.default_rng(8).random(elements, dtype=cupy.float32)
+    want = specialized_reference(x, work)
+    partial = cupy.empty(sms, dtype=cupy.float32)
+    trace = cupy.zeros(traced_blocks * TRACE_TILES * len(EVENTS), dtype=cupy.uint64)
+    header = cupy.zeros(traced_blocks * 5, dtype=cupy.uint64)
+    plans, checks = [], []
+    for s in stages:
+        for traced in (False, True):
+            call = (lambda s=s, tr=traced: run_specialized(x, partial, s, work, trace if tr else None,
+                                                           header if tr else None, traced_blocks))
+            partial.fill(np.nan)
+            call()
+            checks.append(_sum_squares_check(partial, want))
+            plans.append((s, traced, call))
+    times = benchmark_interleaved([p[2] for p in plans], samples)
+    cases = []
+    for (s, traced, call), check, t in zip(plans, checks, times):
+        extra = {"work": work, "tiles_per_block": TRACE_TILES, "tile_bytes": SPEC_TILE_BYTES}
+        if traced:
+            trace.fill(0)
+            call()
+            rows, heads = trace.get().reshape(traced_blocks, -1), header.get().reshape(traced_blocks, 5)
+            extra["blocks"] = [trace_intervals(r, h) for r, h in zip(rows, heads)]
+        res = family(s, traced).resources["stream_specialized"]
+        cases.append(require_passed(Case(
+            f"specialized, {s} stage{'s' * (s > 1)}" + (", traced" if traced else ""),
+            {"stages": s, "traced": traced}, f"{FAMILY}.stream_specialized", list(t.samples_s),
+            2.0 * work * elements, 4.0 * elements, check,
+            launch_record((sms,), (32 * (SPEC_WARPS + int(traced)),), res, s * SPEC_TILE_BYTES), extra=extra)))
+    return cases
+
+
+# --------------------------------------------------------------------------- the proxy fence
+
+@experiment("pipeline.proxy_fence",
+            "TMA refills of slots the block has just read, with and without fence.proxy.async: wrong results "
+            "counted over many runs, in the streaming kernel and in the bf16 GEMM.",
+            stream_elements=1 << 24, stream_stages=[2, 4], gemm_sizes=[4096, 8192], runs=50, gemm_runs=20,
+            sanitized_n=512)
+def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list[int], runs: int,
+                gemm_runs: int, sanitized_n: int) -> list[Case]:
+    import cupy
+    import torch
+
+    from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel,
+                           defines_to_options, run_bf16, to_bf16_bits)
+    from .timing import benchmark
+
+    info = _device()
+    require_bulk_copies(info.compute_capability)
+    sms = info.sm_count
+    cases = []
+    x = cupy.random.default_rng(13).random(stream_elements, dtype=cupy.float32)
+    want = float((x.astype(cupy.float64) ** 2).sum())
+    partial = cupy.empty(sms, dtype=cupy.float32)
+    for s in stream_stages:
+        outcomes = {}
+        for fence in (True, False):
+            checks = []
+            for _ in range(runs):
+                partial.fill(np.nan)
+                run_stream("stream_bulk", x, partial, sms, s, fence)
+                checks.append(_sum_squares_check(partial, want))
+            outcomes[fence] = _outcome(checks)
+        t = benchmark(lambda: run_stream("stream_bulk", x, partial, sms, s, True), 20)
+        cases.append(_fence_case(f"stream_bulk, {s} stages", {"kernel": "stream_bulk", "stages": s},
+                                 f"{FAMILY}.stream_bulk", t, 2.0 * stream_elements, 4.0 * stream_elements, outcomes))
+    for n in gemm_sizes:
+        a, b = to_bf16_bits(_random((n, n), 21)), to_bf16_bits(_random((n, n), 22))
+        c = cupy.empty((n, n), dtype=cupy.uint16)
+        ref = cupy.asarray(torch.mm(_torch_view(a), _torch_view(b)).float())
+        outcomes, fns = {}, {}
+        for fence in (True, False):
+            d = {"TC_PROXY_FENCE": int(fence)}
+            fns[fence] = fn = cuda.compile_family(BF16, None, defines_to_options(d)).function("bf16_gemm_mma")
+            checks = []
+            for _ in range(gemm_runs):
+                c.fill(0xFFFF)
+                run_bf16(a, b, c, fn, d, "tma")
+                checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
+            outcomes[fence] = _outcome(checks)
+        t = benchmark(lambda: run_bf16(a, b, c, fns[True], {"TC_PROXY_FENCE": 1}, "tma"), 20)
+        case = _fence_case(f"bf16_gemm_mma (tma), n={n}", {"kernel": "bf16_gemm_mma", "n": n}, f"{BF16}.bf16_gemm_mma",
+                           t, 2.0 * n ** 3, 6.0 * n * n, outcomes)
+        if n == min(gemm_sizes):
+            case.extra["racecheck"] = {
+                label: racecheck_summary(f"from course_lib import lab_pipeline; "
+                                         f"lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
+                for label, fence in (("with the fence", True), ("without the fence", False))}
+        cases.append(case)
+    return cases
+
+
+def _outcome(checks: list[dict]) -> dict:
+    """How many of a variant's runs gave a wrong result, and the worst error seen."""
+    errs = [c["max_abs_err"] for c in checks]
+    return {"runs": len(checks), "wrong_runs": sum(not c["passed"] for c in checks),
+            "worst_abs_err": max(e if e == e else float("inf") for e in errs), "tolerance": checks[0]["tolerance"],
+            "reference": checks[0]["reference"]}
+
+
+def _fence_case(name, params, kernel, timing, flop, nbytes, outcomes) -> Case:
+    """The fenced kernel's time and check (the one to trust); both variants' run counts in ``extra``."""
+    ok = outcomes[True]
+    check = {"reference": ok["reference"], "max_abs_err": ok["worst_abs_err"], "tolerance": ok["tolerance"],
+             "passed": ok["wrong_runs"] == 0}
+    return Case(name, params, kernel, list(timing.samples_s), flop, nbytes, check,
+                extra={"with the fence": outcomes[True], "without the fence": outcomes[False],
+                       "timed": "the kernel with the fence"})
+
+
+def run_fence_gemm(n: int, fence: bool) -> None:
+    """One TMA GEMM with or without the proxy fence, checked: what compute-sanitizer runs."""
+    import cupy
+    import torch
+
+    from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel,
+                           defines_to_options, run_bf16, to_bf16_bits)
+
+    a, b = to_bf16_bits(_random((n, n), 21)), to_bf16_bits(_random((n, n), 22))
+    c = cupy.full((n, n), 0xFFFF, dtype=cupy.uint16)
+    d = {"TC_PROXY_FENCE": int(fence)}
+    run_bf16(a, b, c, cuda.compile_family(BF16, None, defines_to_options(d)).function("bf16_gemm_mma"), d, "tma")
+    ref = cupy.asarray(torch.mm(_torch_view(a), _torch_view(b)).float())
+    err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
+    print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance_rel() * float(cupy.abs(ref).max()):.4g})")
+
+
+def racecheck_summary(script: str, timeout_s: int = 300) -> dict:
+    """compute-sanitizer's racecheck over ``python -c script``: its command, exit status and the
+    lines that say what it found (or why it could not run)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        return {"unavailable": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
+    cmd = [exe, "--tool", "racecheck", "--print-limit", "4", sys.executable, "-c", script]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {"unavailable": f"racecheck did not finish within {timeout_s} s"}
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines()
+             if ln.startswith("n=") or "SUMMARY" in ln or "Error" in ln or "hazard" in ln.lower()]
+    return {"command": "compute-sanitizer --tool racecheck python -c <script>", "script": script,
+            "returncode": proc.returncode, "lines": lines[:12]}
+
+
+# --------------------------------------------------------------------------- smoke
+
+@covers(FAMILY, "chase_l1", "chase_l2", "stream_sync", "stream_cp_async", "stream_bulk", "stream_specialized")
+def pipeline_smoke() -> None:
+    """Every pipeline kernel at edge sizes (one element, tails, partial tiles), checked."""
+    import cupy
+
+    for kernel in ("chase_l1", "chase_l2"):
+        chain, order = chase_chain(64 << 10, seed=1)
+        for hops in (1, 5, 1000):
+            chk = _chase_check(kernel, chain, order, hops)
+            if not chk["passed"]:
+                raise AssertionError(f"{kernel} ended on the wrong line after {hops} hops")
+    info = _device()
+    bulk = float(info.compute_capability) >= BULK_MIN_CC
+    rng = cupy.random.default_rng(4)
+    partial = cupy.empty(8, dtype=cupy.float32)
+    for n in (1, 3, 4, 5, 1021, 4096 + 7, 3 * 1024 * 4 + 2, 7 * 4096 * 4 + 9):
+        x = rng.random(n, dtype=cupy.float32)
+        want = float((x.astype(cupy.float64) ** 2).sum())
+        runs = [("stream_sync", 1), ("stream_sync", 3)] + [("stream_cp_async", s) for s in (1, 2, 3, 5)]
+        runs += [("stream_bulk", s) for s in (1, 2, 3)] if bulk else []
+        for kernel, s in runs:
+            for blocks in (1, 3):
+                partial.fill(np.nan)
+                run_stream(kernel, x, partial[:blocks], blocks, s)
+                if not _sum_squares_check(partial[:blocks], want)["passed"]:
+                    raise AssertionError(f"{kernel} ({s} stages, {blocks} blocks) wrong at n = {n}")
+    if not bulk:
+        print("skip stream_specialized: needs compute capability 9.0+")
+        return
+    for n in (4, 1024 * 4 * 8 + 4, 3 * SPEC_TILE_BYTES // 4 + 12):
+        x = rng.random(n, dtype=cupy.float32)
+        want = specialized_reference(x, 5)
+        for s, traced in ((1, False), (2, True), (3, False)):
+            partial.fill(np.nan)
+            trace = cupy.zeros(2 * TRACE_TILES * len(EVENTS), dtype=cupy.uint64) if traced else None
+            header = cupy.zeros(2 * 5, dtype=cupy.uint64) if traced else None
+            run_specialized(x, partial[:2], s, 5, trace, header, 2, blocks=2)
+            if not _sum_squares_check(partial[:2], want)["passed"]:
+                raise AssertionError(f"stream_specialized ({s} stages, traced={traced}) wrong at n = {n}")
