@@ -321,9 +321,10 @@ def gemm_stages(n: int, stages: list[int], samples: int) -> list[Case]:
 # --------------------------------------------------------------------------- the timeline
 
 def run_specialized(x, partial, stages: int, work: int, trace=None, header=None, traced_blocks: int = 0,
-                    blocks: int | None = None) -> None:
+                    blocks: int | None = None, release_after_math: bool = False) -> None:
     """The warp-specialized kernel on one block per SM (``blocks`` to change that); traced when
-    ``trace`` and ``header`` are given (``traced_blocks`` x TRACE_TILES x 4 and x 5 uint64)."""
+    ``trace`` and ``header`` are given (``traced_blocks`` x TRACE_TILES x 4 and x 5 uint64).
+    ``release_after_math`` keeps each slot until its math is done (one stage: the serial loop)."""
     import cupy
 
     if x.size % 4:
@@ -334,7 +335,7 @@ def run_specialized(x, partial, stages: int, work: int, trace=None, header=None,
     threads = 32 * (SPEC_WARPS + int(traced))
     blocks = blocks or _device().sm_count
     null = cupy.zeros(1, dtype=cupy.uint64)
-    fn((blocks,), (threads,), (x, np.int64(x.size), partial, np.int32(work),
+    fn((blocks,), (threads,), (x, np.int64(x.size), partial, np.int32(work), np.int32(int(release_after_math)),
                                trace if traced else null, header if traced else null, np.int32(traced_blocks)),
        shared_mem=smem)
 
@@ -357,9 +358,13 @@ def trace_intervals(trace_row, header_row) -> dict:
             **{e: [round(float(v), 1) for v in ns[:, i]] for i, e in enumerate(EVENTS)}}
 
 
+SERIAL = "serial"
+
+
 @experiment("pipeline.timeline",
-            "A warp-specialized kernel's copies and math, timestamped per tile on its first blocks, at 1, 2, 4 "
-            "and 8 stages; the same kernel untraced for the instrumentation's cost.",
+            "A warp-specialized kernel's copies and math, timestamped per tile on its first blocks: the serial "
+            "loop (one slot, released after the math), then 1, 2, 4 and 8 slots released before it; each "
+            "beside the same kernel untraced (the instrumentation's cost).",
             stages=[1, 2, 4, 8], work=16, traced_blocks=4, samples=20)
 def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> list[Case]:
     import cupy
@@ -376,27 +381,30 @@ def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> 
     trace = cupy.zeros(traced_blocks * TRACE_TILES * len(EVENTS), dtype=cupy.uint64)
     header = cupy.zeros(traced_blocks * 5, dtype=cupy.uint64)
     plans, checks = [], []
-    for s in stages:
+    for s, late in [(1, True)] + [(s, False) for s in stages]:
         for traced in (False, True):
-            call = (lambda s=s, tr=traced: run_specialized(x, partial, s, work, trace if tr else None,
-                                                           header if tr else None, traced_blocks))
+            call = (lambda s=s, tr=traced, late=late: run_specialized(
+                x, partial, s, work, trace if tr else None, header if tr else None, traced_blocks,
+                release_after_math=late))
             partial.fill(np.nan)
             call()
             checks.append(_sum_squares_check(partial, want))
-            plans.append((s, traced, call))
-    times = benchmark_interleaved([p[2] for p in plans], samples)
+            plans.append((s, late, traced, call))
+    times = benchmark_interleaved([p[3] for p in plans], samples)
     cases = []
-    for (s, traced, call), check, t in zip(plans, checks, times):
-        extra = {"work": work, "tiles_per_block": TRACE_TILES, "tile_bytes": SPEC_TILE_BYTES}
+    for (s, late, traced, call), check, t in zip(plans, checks, times):
+        extra = {"work": work, "tiles_per_block": TRACE_TILES, "tile_bytes": SPEC_TILE_BYTES,
+                 "release": "after the math" if late else "before the math"}
         if traced:
             trace.fill(0)
             call()
             rows, heads = trace.get().reshape(traced_blocks, -1), header.get().reshape(traced_blocks, 5)
             extra["blocks"] = [trace_intervals(r, h) for r, h in zip(rows, heads)]
         res = family(s, traced).resources["stream_specialized"]
+        label = SERIAL if late else f"{s} stage{'s' * (s > 1)}"
         cases.append(require_passed(Case(
-            f"specialized, {s} stage{'s' * (s > 1)}" + (", traced" if traced else ""),
-            {"stages": s, "traced": traced}, f"{FAMILY}.stream_specialized", list(t.samples_s),
+            f"specialized, {label}" + (", traced" if traced else ""),
+            {"plan": label, "stages": s, "traced": traced}, f"{FAMILY}.stream_specialized", list(t.samples_s),
             2.0 * work * elements, 4.0 * elements, check,
             launch_record((sms,), (32 * (SPEC_WARPS + int(traced)),), res, s * SPEC_TILE_BYTES), extra=extra)))
     return cases
@@ -556,10 +564,10 @@ def pipeline_smoke() -> None:
     for n in (4, 1024 * 4 * 8 + 4, 3 * SPEC_TILE_BYTES // 4 + 12):
         x = rng.random(n, dtype=cupy.float32)
         want = specialized_reference(x, 5)
-        for s, traced in ((1, False), (2, True), (3, False)):
+        for s, traced, late in ((1, False, True), (1, True, False), (2, True, True), (3, False, False)):
             partial.fill(np.nan)
             trace = cupy.zeros(2 * TRACE_TILES * len(EVENTS), dtype=cupy.uint64) if traced else None
             header = cupy.zeros(2 * 5, dtype=cupy.uint64) if traced else None
-            run_specialized(x, partial[:2], s, 5, trace, header, 2, blocks=2)
+            run_specialized(x, partial[:2], s, 5, trace, header, 2, blocks=2, release_after_math=late)
             if not _sum_squares_check(partial[:2], want)["passed"]:
                 raise AssertionError(f"stream_specialized ({s} stages, traced={traced}) wrong at n = {n}")

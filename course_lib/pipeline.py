@@ -199,3 +199,40 @@ def residency_with_stages(gpu: GpuSpec | str, threads_per_block: int, registers_
     and which resource stops the next block (``.limiter``). Raises ValueError when not even one fits."""
     smem = whole_number("stages", stages) * whole_number("stage bytes", stage_bytes)
     return occupancy.residency(occupancy.budget(gpu_spec(gpu)), threads_per_block, registers_per_thread, smem)
+
+
+# --------------------------------------------------------------------------- overlap, measured
+
+def interval_union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of closed intervals as sorted, disjoint intervals. An interval must not end before it starts."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if b < a:
+            raise ValueError(f"an interval cannot end before it starts: ({a}, {b})")
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def covered_length(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in interval_union(intervals))
+
+
+def overlap_fraction(copies: list[tuple[float, float]], maths: list[tuple[float, float]]) -> float:
+    """The share of the time some copy is in flight during which some math is running too: 0 for
+    the serial schedule, 1 when every copy is hidden under math. Raises ValueError with no copy time."""
+    c, m = interval_union(copies), interval_union(maths)
+    total = sum(b - a for a, b in c)
+    if total <= 0:
+        raise ValueError("the copies take no time: there is nothing to overlap")
+    both, j = 0.0, 0
+    for a, b in c:
+        while j < len(m) and m[j][1] <= a:
+            j += 1
+        k = j
+        while k < len(m) and m[k][0] < b:
+            both += min(b, m[k][1]) - max(a, m[k][0])
+            k += 1
+    return both / total

@@ -265,15 +265,16 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_bulk(const float
 // shared memory PL_STAGES * 16384 bytes. Warp 0 lane 0 is the producer: it waits for a slot to be
 // empty, then issues one 16 KiB bulk copy into it. Warps 1..4 consume: each waits for its slot to
 // be full, copies its 32 floats to registers, arrives on the slot's empty barrier (every consumer
-// thread), and runs `work` dependent FMAs on each. partial: gridDim.x floats, the sum over the block of f(x) for every input x, where f is
+// thread; after the math instead when `release_after_math` is set: with one stage, the serial
+// loop), and runs `work` dependent FMAs on each. partial: gridDim.x floats, the sum over the block of f(x) for every input x, where f is
 // `work` steps of x = 0.999 x + 0.001. Traced (PL_TRACE=1): warp 5 observes each landing and also
 // arrives on the empty barrier (so the producer cannot lap it); blocks below `traced_blocks`
 // write, for their first SP_TRACE_TILES tiles, clock64 at issue, land, math start and math end
 // into trace[block][tile][4], and header[block] = {smid, globaltimer and clock64 at the start,
 // globaltimer and clock64 at the end}. Needs n a multiple of 4. sm_90+.
 extern "C" __global__ void stream_specialized(const float* __restrict__ in, long long n, float* __restrict__ partial,
-                                              int work, u64* __restrict__ trace, u64* __restrict__ header,
-                                              int traced_blocks) {
+                                              int work, int release_after_math, u64* __restrict__ trace,
+                                              u64* __restrict__ header, int traced_blocks) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int S = PL_STAGES;
     extern __shared__ __align__(128) float4 slots[];
@@ -326,12 +327,14 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
                 x[4 * k] = v.x; x[4 * k + 1] = v.y; x[4 * k + 2] = v.z; x[4 * k + 3] = v.w;
             }
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // reads before the refill
-            pl_mbar_arrive(empty0 + slot * 8);   // this thread is done with the slot (every thread
-                                                 // arrives: each orders its own reads before the refill)
+            // This thread is done with the slot (every thread arrives: each orders its own reads
+            // before the refill). Released after the math instead, the slot stays taken until then.
+            if (!release_after_math) pl_mbar_arrive(empty0 + slot * 8);
 #pragma unroll 1
             for (int w = 0; w < work; ++w)
 #pragma unroll
                 for (int q = 0; q < 4 * SP_F4_PER_THREAD; ++q) x[q] = fmaf(x[q], 0.999f, 0.001f);
+            if (release_after_math) pl_mbar_arrive(empty0 + slot * 8);
             float sum = 0.f;
 #pragma unroll
             for (int k = 0; k < SP_F4_PER_THREAD; ++k)   // padding past the end is zero, and f(0) is not
