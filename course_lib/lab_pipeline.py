@@ -571,3 +571,230 @@ def pipeline_smoke() -> None:
             run_specialized(x, partial[:2], s, 5, trace, header, 2, blocks=2, release_after_math=late)
             if not _sum_squares_check(partial[:2], want)["passed"]:
                 raise AssertionError(f"stream_specialized ({s} stages, traced={traced}) wrong at n = {n}")
+
+
+# --------------------------------------------------------------------------- analysis for the notebook
+
+def latency_rows(result) -> list[dict]:
+    """Per chase: the footprint, the loads it used, nanoseconds per dependent load."""
+    return [{"loads": c.params["kernel"].replace("chase_l1", "ld.global.ca (L1 and L2)")
+             .replace("chase_l2", "ld.global.cg (L2 only)"), "footprint": _fmt_bytes(c.params["footprint_bytes"]),
+             "hops per launch": c.extra["hops"], "ns per load": c.median_s / c.extra["hops"] * 1e9}
+            for c in result.cases]
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= size:
+            return f"{b / size:g} {unit}"
+    return f"{b:g} B"
+
+
+def memory_levels(result) -> dict[str, float]:
+    """Latency (ns) of each level: L1 at the smallest footprint, L2 at the smallest L2-only one,
+    HBM at the largest footprint (far beyond the L2)."""
+    l1 = [c for c in result.cases if c.params["kernel"] == "chase_l1"]
+    l2 = [c for c in result.cases if c.params["kernel"] == "chase_l2"]
+    ns = lambda c: c.median_s / c.extra["hops"] * 1e9   # noqa: E731
+    key = lambda c: c.params["footprint_bytes"]          # noqa: E731
+    return {"L1": ns(min(l1, key=key)), "L2": ns(min(l2, key=key)), "HBM": ns(max(l2, key=key))}
+
+
+def latency_figure(result):
+    import matplotlib.pyplot as plt
+
+    from .hardware import gpu_spec
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for kernel, label in (("chase_l1", "ld.global.ca"), ("chase_l2", "ld.global.cg")):
+        cs = sorted((c for c in result.cases if c.params["kernel"] == kernel), key=lambda c: c.params["footprint_bytes"])
+        ax.plot([c.params["footprint_bytes"] for c in cs], [c.median_s / c.extra["hops"] * 1e9 for c in cs], "o-",
+                label=label)
+    l2 = gpu_spec(result.gpu).l2_bytes
+    if l2:
+        ax.axvline(l2, color="grey", ls=":", label=f"L2 size ({_fmt_bytes(l2)}, datasheet)")
+    ax.set(xscale="log", xlabel="footprint (bytes)", ylabel="ns per dependent load",
+           title=f"Load latency by footprint ({result.provenance})")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def littles_law(latency_result, streaming_result) -> dict:
+    """Bytes in flight per SM that the measured streaming bandwidth needs at the measured HBM latency."""
+    from . import pipeline
+    from .hardware import gpu_spec
+
+    hbm_ns = memory_levels(latency_result)["HBM"]
+    best = max((c for c in streaming_result.cases if c.params["kernel"] != "copy_vec4"),
+               key=lambda c: c.bandwidth_bytes_per_s)
+    g = gpu_spec(streaming_result.gpu)
+    need = pipeline.bytes_in_flight_per_sm(g, hbm_ns * 1e-9, best.bandwidth_bytes_per_s)
+    return {"HBM latency (ns, pointer chase)": hbm_ns, "best streaming bandwidth (GB/s)": best.bandwidth_bytes_per_s / 1e9,
+            "SMs": g.sm_count, "bytes in flight per SM (Little's law)": need,
+            "as 16 KiB tiles": need / TILE_BYTES, "as float4 loads of resident threads": need / SYNC_BYTES_PER_THREAD}
+
+
+def streaming_rows(result, latency_ns: float) -> list[dict]:
+    """Each streaming variant: bytes in flight, warps, bandwidth, and Little's law's prediction with
+    the unloaded latency, min(datasheet bandwidth, SMs x bytes in flight / latency)."""
+    from .hardware import gpu_spec
+
+    g = gpu_spec(result.gpu)
+    copy = next(c for c in result.cases if c.params["kernel"] == "copy_vec4")
+    rows = []
+    for c in result.cases:
+        if c.params["kernel"] == "copy_vec4":
+            continue
+        inflight = c.extra["max_bytes_in_flight_per_sm"]
+        model = min(g.hbm_bandwidth_bytes_per_s, g.sm_count * inflight / (latency_ns * 1e-9))
+        rows.append({"kernel": c.params["kernel"], "blocks/SM": c.params["blocks_per_sm"],
+                     "stages": c.params["stages"] or "-", "warps/SM": c.extra["resident_warps_per_sm"],
+                     "bytes in flight/SM": inflight, "GB/s": c.bandwidth_bytes_per_s / 1e9,
+                     "% of copy": 100 * c.bandwidth_bytes_per_s / copy.bandwidth_bytes_per_s,
+                     "Little's law GB/s": model / 1e9,
+                     "latency it implies (ns)": g.sm_count * inflight / c.bandwidth_bytes_per_s * 1e9})
+    return rows
+
+
+def streaming_figure(result, latency_ns: float):
+    import matplotlib.pyplot as plt
+
+    from .hardware import gpu_spec
+
+    g = gpu_spec(result.gpu)
+    rows = streaming_rows(result, latency_ns)
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    styles = {"stream_sync": ("o", "synchronous loads, 1-8 blocks/SM"), "stream_cp_async": ("s", "cp.async stages"),
+              "stream_bulk": ("^", "TMA bulk-copy stages")}
+    for kernel, (marker, label) in styles.items():
+        for b, fill in ((1, True), (2, False)):
+            rs = [r for r in rows if r["kernel"] == kernel and (kernel == "stream_sync" or r["blocks/SM"] == b)]
+            if rs and (kernel != "stream_sync" or b == 1):
+                ax.plot([r["bytes in flight/SM"] / 1024 for r in rs], [r["GB/s"] for r in rs], marker, ls="",
+                        mfc=None if fill else "none",
+                        label=label + ("" if kernel == "stream_sync" else f", {b} block{'s' * (b > 1)}/SM"))
+    xs = sorted({r["bytes in flight/SM"] for r in rows})
+    ax.plot([x / 1024 for x in xs], [r for r in (min(g.hbm_bandwidth_bytes_per_s, g.sm_count * x / (latency_ns * 1e-9)) / 1e9
+                                               for x in xs)], "k--", lw=1,
+            label=f"Little's law at the unloaded latency ({latency_ns:.0f} ns)")
+    ax.set(xscale="log", xlabel="bytes in flight per SM (KiB, the most the code allows)", ylabel="GB/s",
+           title=f"Bandwidth follows bytes in flight ({result.provenance})")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def occupancy_rows(result) -> list[dict]:
+    """The profiled variants: warps the occupancy model allows, ncu's achieved occupancy, bandwidth,
+    and instructions issued per byte read from DRAM."""
+    rows = []
+    for c in result.cases:
+        if "ncu" not in c.extra:
+            continue
+        m = c.extra["ncu"]
+        rows.append({"kernel": c.params["kernel"], "blocks/SM": c.params["blocks_per_sm"],
+                     "stages": c.params["stages"] or "-", "occupancy (model)": f"{100 * c.extra['model_occupancy']:.1f}%",
+                     "achieved occupancy (ncu)": f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}%",
+                     "GB/s": c.bandwidth_bytes_per_s / 1e9,
+                     "instructions per byte (ncu)": m["smsp__inst_executed.sum"] / m["dram__bytes_read.sum"]})
+    return rows
+
+
+def gemm_model(result, copies: str) -> dict:
+    """The one-block-per-SM sweep as one pipeline per SM: c (math per K tile) fitted on the fastest
+    stage count, L (a tile's load latency) on the one-stage loop, t(S) = waves·k·max(c, (L + c)/S)."""
+    from .hardware import gpu_spec
+
+    cs = {c.params["stages"]: c for c in result.cases
+          if c.params["copies"] == copies and c.params["blocks_per_sm"] == 1}
+    any_c = next(iter(cs.values()))
+    waves = -(-any_c.extra["output_tiles"] // gpu_spec(result.gpu).sm_count)
+    beats = waves * any_c.extra["k_tiles"]
+    c_s = min(c.median_s for c in cs.values()) / beats
+    L_s = cs[1].median_s / beats - c_s
+    return {"waves": waves, "k tiles": any_c.extra["k_tiles"], "math per K tile c (µs)": c_s * 1e6,
+            "load latency per K tile L (µs)": L_s * 1e6,
+            "predicted µs": {s: beats * (L_s + c_s if s == 1 else max(c_s, (L_s + c_s) / s)) * 1e6 for s in sorted(cs)}}
+
+
+def gemm_rows(result) -> list[dict]:
+    """Every variant: time, TFLOP/s, % of cuBLAS (same run), speedup over one stage at the same
+    residency and copy engine, and the one-block model's prediction."""
+    cublas = next(c for c in result.cases if c.params["copies"] == "cublas")
+    models = {e: gemm_model(result, e) for e in {c.params["copies"] for c in result.cases} - {"cublas"}}
+    rows = []
+    for c in result.cases:
+        p = c.params
+        if p["copies"] == "cublas":
+            continue
+        one = next(o for o in result.cases if o.params == {**p, "stages": 1})
+        rows.append({"copies": p["copies"], "blocks/SM": p["blocks_per_sm"], "stages": p["stages"],
+                     "µs": c.median_s * 1e6, "TFLOP/s": c.flop / c.median_s / 1e12,
+                     "% of cuBLAS": 100 * cublas.median_s / c.median_s,
+                     "speedup over 1 stage": one.median_s / c.median_s,
+                     "model µs (1 block/SM)": (models[p["copies"]]["predicted µs"][p["stages"]]
+                                               if p["blocks_per_sm"] == 1 else "-")})
+    return rows
+
+
+def timeline_rows(result) -> list[dict]:
+    """Per plan: the untraced time, the traced one (the instrumentation's cost), and from the trace
+    of the first block the median copy latency and math time and the overlap fraction."""
+    from statistics import median
+
+    from . import pipeline
+
+    by = {(c.params["plan"], c.params["traced"]): c for c in result.cases}
+    rows = []
+    for plan in dict.fromkeys(c.params["plan"] for c in result.cases):
+        plain, traced = by[(plan, False)], by[(plan, True)]
+        fractions, lat, math_ns = [], [], []
+        for b in traced.extra["blocks"]:
+            copies, maths = list(zip(b["issue"], b["land"])), list(zip(b["math start"], b["math end"]))
+            fractions.append(pipeline.overlap_fraction(copies, maths))
+            lat += [e - s for s, e in copies]
+            math_ns += [e - s for s, e in maths]
+        rows.append({"plan": plan, "µs": plain.median_s * 1e6, "traced µs": traced.median_s * 1e6,
+                     "tracing cost": f"{100 * (traced.median_s / plain.median_s - 1):+.1f}%",
+                     "copy issue → land (ns, median)": median(lat), "math per tile (ns, median)": median(math_ns),
+                     "overlap (copy time under math)": f"{100 * min(fractions):.0f}-{100 * max(fractions):.0f}%"
+                     if len(fractions) > 1 else f"{100 * fractions[0]:.0f}%",
+                     "blocks traced (SM ids)": ", ".join(str(b["smid"]) for b in traced.extra["blocks"])})
+    return rows
+
+
+def timeline_figure(result, plans: tuple[str, ...] = (SERIAL, "4 stages"), tiles: int = 12):
+    """The first ``tiles`` tiles of the first traced block of each plan: copies (issue → land) and math."""
+    import matplotlib.pyplot as plt
+
+    from .widgets import PALETTE
+
+    fig, axes = plt.subplots(len(plans), 1, figsize=(8, 1.6 * len(plans) + 0.6), sharex=True)
+    for ax, plan in zip(np.atleast_1d(axes), plans):
+        c = next(c for c in result.cases if c.params["plan"] == plan and c.params["traced"])
+        b = c.extra["blocks"][0]
+        for j in range(min(tiles, len(b["issue"]))):
+            colour = PALETTE[j % len(PALETTE)]
+            lane = j % 4
+            ax.barh(1 + lane * 0.18, (b["land"][j] - b["issue"][j]) / 1e3, left=b["issue"][j] / 1e3, height=0.16,
+                    color=colour)
+            ax.barh(0, (b["math end"][j] - b["math start"][j]) / 1e3, left=b["math start"][j] / 1e3, height=0.6,
+                    color=colour)
+        ax.set(yticks=[0, 1.27], yticklabels=["math", "copies"], title=f"{plan} (SM {b['smid']})")
+    np.atleast_1d(axes)[-1].set_xlabel(f"µs since the block's first copy ({result.provenance})")
+    fig.tight_layout()
+    return fig
+
+
+def proxy_rows(result) -> list[dict]:
+    rows = []
+    for c in result.cases:
+        for variant in ("with the fence", "without the fence"):
+            o = c.extra[variant]
+            rows.append({"kernel": c.name, "variant": variant, "runs": o["runs"], "wrong runs": o["wrong_runs"],
+                         "worst error": o["worst_abs_err"], "tolerance": o["tolerance"]})
+    return rows
+
+
+def racecheck_lines(result) -> dict[str, list[str]]:
+    c = next(c for c in result.cases if "racecheck" in c.extra)
+    return {k: v.get("lines", [v.get("unavailable", "")]) for k, v in c.extra["racecheck"].items()}
