@@ -756,10 +756,14 @@ def timeline_rows(result) -> list[dict]:
         rows.append({"plan": plan, "µs": plain.median_s * 1e6, "traced µs": traced.median_s * 1e6,
                      "tracing cost": f"{100 * (traced.median_s / plain.median_s - 1):+.1f}%",
                      "copy issue → land (ns, median)": median(lat), "math per tile (ns, median)": median(math_ns),
-                     "overlap (copy time under math)": f"{100 * min(fractions):.0f}-{100 * max(fractions):.0f}%"
-                     if len(fractions) > 1 else f"{100 * fractions[0]:.0f}%",
+                     "overlap (copy time under math)": _percent_range(fractions),
                      "blocks traced (SM ids)": ", ".join(str(b["smid"]) for b in traced.extra["blocks"])})
     return rows
+
+
+def _percent_range(fractions: list[float]) -> str:
+    lo, hi = (f"{100 * f:.0f}" for f in (min(fractions), max(fractions)))
+    return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
 
 
 def timeline_figure(result, plans: tuple[str, ...] = (SERIAL, "4 stages"), tiles: int = 12):
