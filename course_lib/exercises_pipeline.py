@@ -40,10 +40,10 @@ def check_winner(result, first: dict, second: dict, answer) -> Verdict:
     "second", predicted from their bytes in flight and checked against the measurement."""
     if answer not in ("first", "second"):
         return Verdict('Answer "first" or "second".', False)
-    try:
-        a, b = (next(c for c in result.cases if c.params == p) for p in (first, second))
-    except StopIteration:
+    found = [[c for c in result.cases if c.params == p] for p in (first, second)]
+    if not all(found):
         return Verdict(f"{result.experiment} did not measure both variants: {first}, {second}.", False)
+    a, b = found[0][0], found[1][0]
     want = "first" if a.median_s < b.median_s else "second"
     told = (f"{a.name}: {a.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with {a.extra['max_bytes_in_flight_per_sm']:,} B in "
             f"flight per SM; {b.name}: {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with "

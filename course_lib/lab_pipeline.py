@@ -169,9 +169,12 @@ def _sum_squares_check(partial, want: float, rtol: float = 1e-4) -> dict:
             "passed": abs(got - want) <= rtol * abs(want)}
 
 
-def stream_variants(sync_blocks: list[int], stages: list[int], async_blocks: list[int], bulk: bool) -> list[dict]:
+def stream_variants(sync_blocks: list[int], stages: list[int], async_blocks: list[int], compute_capability) -> list[dict]:
+    """The variants this GPU can run: cp.async needs compute capability 8.0+, bulk copies 9.0+."""
+    cc = float(compute_capability)
     out = [{"kernel": "stream_sync", "blocks_per_sm": b, "stages": None} for b in sync_blocks]
-    for kernel in ("stream_cp_async",) + (("stream_bulk",) if bulk else ()):
+    kernels = ("stream_cp_async",) * (cc >= 8.0) + ("stream_bulk",) * (cc >= BULK_MIN_CC)
+    for kernel in kernels:
         out += [{"kernel": kernel, "blocks_per_sm": b, "stages": s} for b in async_blocks for s in stages
                 if b * s * TILE_BYTES <= 200 * 1024]
     return out
@@ -209,12 +212,12 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
     from .timing import benchmark_interleaved
 
     info = _device()
-    sms, bulk = info.sm_count, float(info.compute_capability) >= BULK_MIN_CC
+    sms = info.sm_count
     x = cupy.random.default_rng(5).random(elements, dtype=cupy.float32)
     want = float((x.astype(cupy.float64) ** 2).sum())
     out = cupy.empty_like(x)
     partial = cupy.empty(max(sync_blocks + async_blocks) * sms, dtype=cupy.float32)
-    variants = stream_variants(sync_blocks, stages, async_blocks, bulk)
+    variants = stream_variants(sync_blocks, stages, async_blocks, info.compute_capability)
     copy_fn = cuda.kernel("elementwise", "copy_vec4")
     copy_grid, copy_block = elementwise_launch("copy_vec4", elements)
     calls, checks = [lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements)))], []
@@ -247,8 +250,7 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
             launch_record((b * sms,), (THREADS,), res, smem),
             extra={"resident_warps_per_sm": b * THREADS // 32, "model_occupancy": b * THREADS / bud.max_threads_per_sm,
                    "max_bytes_in_flight_per_sm": max_bytes_in_flight(kernel, b, s)})))
-    wanted = [{"kernel": k, "blocks_per_sm": b, "stages": s} for k, b, s in profiled
-              if bulk or k != "stream_bulk"]
+    wanted = [w for w in ({"kernel": k, "blocks_per_sm": b, "stages": s} for k, b, s in profiled) if w in variants]
     targets = [next(c for c in cases if c.params == w) for w in wanted]
     script = f"from course_lib import lab_pipeline; lab_pipeline.profile_streaming({elements}, {wanted!r})"
     profiler.attach_profiles(targets, script, STREAM_METRICS, r"^stream_", [w["kernel"] for w in wanted])

@@ -1,0 +1,113 @@
+"""Notebook 09's pieces that need no GPU: the measured-overlap arithmetic, the recorded results
+against the course's targets, the analysis tables, and the exercise checks."""
+import pytest
+
+from course_lib import experiments, lab_pipeline, pipeline
+from course_lib.exercises_pipeline import check_stages, check_winner, fewest_stages
+
+
+def test_interval_union_merges_overlaps_and_rejects_reversed_intervals():
+    assert pipeline.interval_union([(3, 4), (0, 1), (0.5, 2)]) == [(0, 2), (3, 4)]
+    assert pipeline.covered_length([(0, 2), (1, 3), (5, 6)]) == 4
+    with pytest.raises(ValueError, match="end before it starts"):
+        pipeline.interval_union([(2, 1)])
+
+
+def test_overlap_fraction_is_zero_for_the_serial_schedule_and_one_when_hidden():
+    serial = pipeline.schedule_times(1.0, 1.0, 1e-9, 6, 1)
+    copies = [(e.start_s, e.end_s) for e in serial.serial if e.unit == "load"]
+    maths = [(e.start_s, e.end_s) for e in serial.serial if e.unit == "compute"]
+    assert pipeline.overlap_fraction(copies, maths) == pytest.approx(0.0)
+    assert pipeline.overlap_fraction([(1, 2)], [(0, 3)]) == 1.0
+    assert pipeline.overlap_fraction([(0, 4)], [(1, 2), (3, 5)]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="no time"):
+        pipeline.overlap_fraction([(1, 1)], [(0, 2)])
+
+
+def test_overlap_of_the_models_pipelined_schedule_grows_with_stages():
+    def frac(stages):
+        s = pipeline.schedule_times(1.0, 1.0, 1e-9, 20, stages, latency_s=2.0)
+        ev = s.pipelined if stages > 1 else s.serial
+        return pipeline.overlap_fraction([(e.start_s, e.end_s) for e in ev if e.unit == "load"],
+                                         [(e.start_s, e.end_s) for e in ev if e.unit == "compute"])
+    assert frac(1) == pytest.approx(0.0) and frac(2) < frac(3) and frac(3) > 0.5
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return {name: experiments.replay(f"pipeline.{name}", experiments.resolve_params(f"pipeline.{name}"), "h200")
+            for name in ("latency", "streaming", "gemm_stages", "timeline", "proxy_fence")}
+
+
+def test_recorded_latencies_order_the_memory_levels(recorded):
+    lv = lab_pipeline.memory_levels(recorded["latency"])
+    assert 10 < lv["L1"] < 40 < lv["L2"] < 200 < lv["HBM"] < 1000
+    need = lab_pipeline.littles_law(recorded["latency"], recorded["streaming"])
+    assert 8e3 < need["bytes in flight per SM (Little's law)"] < 20e3
+
+
+def test_recorded_stages_reach_the_bandwidth_of_eight_times_the_warps(recorded):
+    rows = {(r["kernel"], r["blocks/SM"], r["stages"]): r for r in
+            lab_pipeline.streaming_rows(recorded["streaming"], lab_pipeline.memory_levels(recorded["latency"])["HBM"])}
+    sync8 = rows[("stream_sync", 8, "-")]
+    for kernel in ("stream_cp_async", "stream_bulk"):
+        deep = rows[(kernel, 1, 4)]
+        assert deep["warps/SM"] == sync8["warps/SM"] / 8 and deep["GB/s"] >= 0.97 * sync8["GB/s"]
+        assert rows[(kernel, 1, 1)]["GB/s"] < 0.8 * deep["GB/s"]
+    occ = {(r["kernel"], r["blocks/SM"]): r for r in lab_pipeline.occupancy_rows(recorded["streaming"])}
+    assert occ[("stream_sync", 8)]["achieved occupancy (ncu)"] > "90" and occ[("stream_cp_async", 1)]["achieved occupancy (ncu)"] < "13"
+
+
+def test_recorded_gemm_speedup_from_one_stage_meets_the_target(recorded):
+    rows = lab_pipeline.gemm_rows(recorded["gemm_stages"])
+    for copies in ("cp.async", "tma"):
+        best = max(r["speedup over 1 stage"] for r in rows if r["copies"] == copies and r["blocks/SM"] == 1)
+        assert best >= 1.5
+    model = lab_pipeline.gemm_model(recorded["gemm_stages"], "tma")
+    measured = {r["stages"]: r["µs"] for r in rows if r["copies"] == "tma" and r["blocks/SM"] == 1}
+    assert all(abs(model["predicted µs"][s] - measured[s]) < 0.03 * measured[s] for s in measured)
+
+
+def test_recorded_timeline_shows_overlap_only_when_pipelined(recorded):
+    rows = {r["plan"]: r for r in lab_pipeline.timeline_rows(recorded["timeline"])}
+    low = lambda r: int(r["overlap (copy time under math)"].split("-")[0].rstrip("%"))   # noqa: E731
+    assert low(rows["serial"]) < 15 and low(rows["4 stages"]) > 70
+    assert rows["4 stages"]["µs"] < 0.7 * rows["serial"]["µs"]
+    assert all(float(r["tracing cost"].rstrip("%")) < 15 for r in rows.values())
+
+
+def test_recorded_proxy_fence_matters_in_the_gemm(recorded):
+    rows = {(r["kernel"], r["variant"]): r for r in lab_pipeline.proxy_rows(recorded["proxy_fence"])}
+    gemm = "bf16_gemm_mma (tma), n=4096"
+    assert rows[(gemm, "with the fence")]["wrong runs"] == 0 and rows[(gemm, "without the fence")]["wrong runs"] > 0
+    lines = lab_pipeline.racecheck_lines(recorded["proxy_fence"])
+    assert set(lines) == {"with the fence", "without the fence"}
+
+
+def test_check_stages_accepts_the_fewest_and_rejects_others():
+    assert fewest_stages(1.8e-6, 0.6e-6, 32768, 163840) == 4
+    assert fewest_stages(1.8e-6, 0.4e-6, 32768, 163840) is None
+    assert check_stages(1.8e-6, 0.6e-6, 32768, 163840, 4).correct
+    assert not check_stages(1.8e-6, 0.6e-6, 32768, 163840, 5).correct
+    assert not check_stages(1.8e-6, 0.6e-6, 32768, 163840, 3).correct
+    assert not check_stages(1.8e-6, 0.6e-6, 32768, 163840, "does not fit").correct
+    assert check_stages(1.8e-6, 0.4e-6, 32768, 163840, "does not fit").correct
+    assert not check_stages(1.8e-6, 0.4e-6, 32768, 163840, 6).correct
+    assert not check_stages(1.8e-6, 0.4e-6, 32768, 163840, None).correct
+
+
+def test_check_winner_follows_the_measurement(recorded):
+    st = recorded["streaming"]
+    sync3 = {"kernel": "stream_sync", "blocks_per_sm": 3, "stages": None}
+    async3 = {"kernel": "stream_cp_async", "blocks_per_sm": 1, "stages": 3}
+    assert check_winner(st, sync3, async3, "second").correct
+    assert not check_winner(st, sync3, async3, "first").correct
+    assert not check_winner(st, sync3, async3, None).correct
+    assert not check_winner(st, sync3, {"kernel": "stream_sync", "blocks_per_sm": 99, "stages": None}, "first").correct
+
+
+def test_chase_hops_warm_a_cache_sized_footprint_and_cap_a_larger_one():
+    assert lab_pipeline.chase_hops(16 << 20, 50 << 20) == 2 * (16 << 20) // 128
+    assert lab_pipeline.chase_hops(1 << 30, 50 << 20) == 1 << 15
+    assert lab_pipeline.max_bytes_in_flight("stream_sync", 8, None) == 8 * 256 * 16
+    assert lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 1) == lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 2)
