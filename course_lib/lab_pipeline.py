@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cuda
-from .evidence import Case
+from .evidence import Case, Check
 from .experiments import check_close, experiment, launch_record, require_passed
 from .smoke import covers
 
@@ -165,8 +165,7 @@ def run_stream(kernel: str, x, partial, blocks: int, stages: int = 4, proxy_fenc
 
 def _sum_squares_check(partial, want: float, rtol: float = 1e-4) -> dict:
     got = float(partial.astype(np.float64).sum())
-    return {"reference": "float64 sum of squares", "max_abs_err": abs(got - want), "tolerance": rtol * abs(want),
-            "passed": abs(got - want) <= rtol * abs(want)}
+    return Check("float64 sum of squares", abs(got - want), rtol * abs(want)).to_json()
 
 
 def stream_variants(sync_blocks: list[int], stages: list[int], async_blocks: list[int], compute_capability) -> list[dict]:
@@ -516,12 +515,13 @@ def racecheck_summary(script: str, timeout_s: int = 300) -> dict:
     import subprocess
     import sys
 
+    from . import profiler
+
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         return {"unavailable": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
     cmd = [exe, "--tool", "racecheck", "--print-limit", "4", sys.executable, "-c", script]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [profiler._repo_root(), os.environ.get("PYTHONPATH")])))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
