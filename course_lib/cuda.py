@@ -83,11 +83,35 @@ def families() -> list[str]:
     return sorted(p.stem for p in KERNEL_DIR.glob("*.cu"))
 
 
+_INCLUDE = re.compile(r'^#include "(\w+\.cuh)"[ \t]*$', re.M)
+_ARCHS = re.compile(r"^// archs: ([\w ]+)$", re.M)
+
+
+def _paste_headers(text: str, name: str) -> str:
+    """The family's ``#include "x.cuh"`` lines replaced by the headers themselves (from kernels/),
+    with ``#line`` marks so that NVRTC's messages still name the right file and line."""
+    def paste(m: re.Match) -> str:
+        header = KERNEL_DIR / m.group(1)
+        if not header.exists():
+            raise FileNotFoundError(f"{name} includes {m.group(1)}, which is not in {KERNEL_DIR}")
+        after = text.count("\n", 0, m.start()) + 2
+        return f'#line 1 "{m.group(1)}"\n{header.read_text()}\n#line {after} "{name}"'
+    return _INCLUDE.sub(paste, text)
+
+
 def source(family: str) -> str:
+    """A family's CUDA C as NVRTC compiles it: the ``.cu`` file with its course headers pasted in."""
     path = KERNEL_DIR / f"{family}.cu"
     if not path.exists():
         raise FileNotFoundError(f"no kernel family {family!r}; known: {', '.join(families())}")
-    return path.read_text()
+    return _paste_headers(path.read_text(), path.name)
+
+
+def family_archs(family: str) -> tuple[str, ...]:
+    """The architectures a family compiles for: those its first lines name (``// archs: sm_90a``,
+    for instructions only one architecture has), else every one the course tests."""
+    m = _ARCHS.search((KERNEL_DIR / f"{family}.cu").read_text()[:200])
+    return tuple(m.group(1).split()) if m else (*COMPILE_TEST_ARCHS, "sm_90a")
 
 
 def kernel_names(family: str) -> list[str]:
@@ -223,6 +247,13 @@ def compile_source(code: str, arch: str, name: str = "kernel.cu", options: tuple
     return cubin, log
 
 
+def arch_for(family: str, arch: str) -> str:
+    """The architecture to build a family for on a GPU of ``arch``: ``arch`` itself, or its
+    architecture-specific variant (sm_90 -> sm_90a) where the family compiles for that alone."""
+    archs = family_archs(family)
+    return f"{arch}a" if arch not in archs and f"{arch}a" in archs else arch
+
+
 def device_arch() -> str:
     from .hardware import detect
 
@@ -263,7 +294,7 @@ _REPORT_RETRIES: list[str] = []
 def compile_family(family: str, arch: str | None = None, options: tuple[str, ...] = ()) -> CompiledFamily:
     """Compile ``kernels/<family>.cu`` for ``arch`` (default: the current GPU's). Without NVRTC, the
     report recorded for exactly this source, arch and options stands in (no cubin: nothing runs)."""
-    arch = arch or device_arch()
+    arch = arch or arch_for(family, device_arch())
     if os.environ.get("COURSE_LOG_COMPILES"):
         with open(os.environ["COURSE_LOG_COMPILES"], "a") as f:
             f.write(json.dumps([family, arch, list(options)]) + "\n")
@@ -345,7 +376,7 @@ def target_arch() -> str:
 
 def describe(family: str, name: str, arch: str | None = None) -> str:
     """A kernel's source and what the compiler gave it: the text a notebook shows."""
-    arch = arch or target_arch()
+    arch = arch or arch_for(family, target_arch())
     fam = compile_family(family, arch)
     r = fam.resources[name]
     spill = (f"spills {r.spill_store_bytes} B stored / {r.spill_load_bytes} B loaded" if r.spills

@@ -90,7 +90,7 @@ def _ceil_div(a: int, b: int) -> int:
 def macro_defaults(family: str) -> dict[str, int]:
     """The numeric ``#define`` defaults of a family's tile macros (WT_*, WB_* and TC_*)."""
     return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"#define\s+((?:WT|WB|TC)_\w+)\s+(\d+)\b", cuda.source(family))}
+            for m in re.finditer(r"#define\s+((?:WT|WB|TC|HG)_\w+)\s+(\d+)\b", cuda.source(family))}
 
 
 def macros(family: str, defines: dict[str, int] | None = None) -> dict[str, int]:
@@ -188,6 +188,26 @@ def runnable_engines(compute_capability, k: int, n: int) -> list[str]:
 _TENSOR_MAPS: dict[tuple, object] = {}
 
 
+def encode_tensor_map(ptr: int, width: int, height: int, box_width: int, box_height: int) -> list[int]:
+    """A CUtensorMap (as 16 64-bit words) for a row-major ``height x width`` bf16 matrix at ``ptr``,
+    fetched in ``box_width x box_height`` boxes with the 128-byte swizzle (box_width = 64: one
+    128-byte row per box row); box parts outside the matrix are zero-filled."""
+    from cuda.bindings import driver as drv
+
+    err, tmap = drv.cuTensorMapEncodeTiled(
+        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr,
+        [drv.cuuint64_t(width), drv.cuuint64_t(height)], [drv.cuuint64_t(width * 2)],
+        [drv.cuuint32_t(box_width), drv.cuuint32_t(box_height)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled refused a {height} x {width} bf16 matrix "
+                           f"(box {box_height} x {box_width}): {err.name}")
+    return [int(word) for word in tmap.opaque]
+
+
 def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
     """The two TMA descriptors the kernel reads (A then B), 128 bytes each, in GPU memory.
 
@@ -197,26 +217,13 @@ def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
     """
     import cupy
     import numpy as np
-    from cuda.bindings import driver as drv
 
     d = macros(BF16, defines)
     (m, k), n = a_bits.shape, b_bits.shape[1]
     key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, d["TC_BM"], d["TC_BK"])
     if key not in _TENSOR_MAPS:
-        def encode(ptr, width, height, box_height):
-            err, tmap = drv.cuTensorMapEncodeTiled(
-                drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr,
-                [drv.cuuint64_t(width), drv.cuuint64_t(height)], [drv.cuuint64_t(width * 2)],
-                [drv.cuuint32_t(64), drv.cuuint32_t(box_height)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
-                drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-                drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-                drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-            if err != drv.CUresult.CUDA_SUCCESS:
-                raise RuntimeError(f"cuTensorMapEncodeTiled refused a {height} x {width} bf16 matrix: {err.name}")
-            return [int(word) for word in tmap.opaque]
-
-        words = encode(a_bits.data.ptr, k, m, d["TC_BM"]) + encode(b_bits.data.ptr, n, k, d["TC_BK"])
+        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, d["TC_BM"])
+                 + encode_tensor_map(b_bits.data.ptr, n, k, 64, d["TC_BK"]))
         if len(_TENSOR_MAPS) > 64:
             _TENSOR_MAPS.clear()
         _TENSOR_MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))

@@ -558,7 +558,7 @@ def kernel_residency(family: str, kernel: str, b: occ.SmBudget, threads: int | N
     """A course kernel's residency from what NVRTC reports for the budget's architecture (no GPU)."""
     from . import cuda
 
-    arch = b.arch or cuda.target_arch()
+    arch = cuda.arch_for(family, b.arch or cuda.target_arch())
     res = cuda.resources(family, kernel, arch)
     threads = threads or contract_block_threads(family, kernel) or BLOCK
     return occ.residency(b, threads, res.registers, res.static_smem_bytes + dynamic_smem_bytes), res

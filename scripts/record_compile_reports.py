@@ -36,7 +36,7 @@ def notebook_compiles() -> set[tuple[str, str, tuple[str, ...]]]:
 
 
 def main() -> int:
-    wanted = {(f, a, ()) for f in cuda.families() for a in (*cuda.COMPILE_TEST_ARCHS, "sm_90a")}
+    wanted = {(f, a, ()) for f in cuda.families() for a in cuda.family_archs(f)}
     wanted |= notebook_compiles()
     reports = {}
     for family, arch, options in sorted(wanted):

@@ -1,0 +1,486 @@
+// archs: sm_90a
+// Notebook 10's kernels: the Hopper GEMM, one rung at a time, and the instruction ceilings it is
+// measured against. wgmma and setmaxnreg exist only on sm_90a (the "a" is for architecture-
+// specific features that later GPUs do not keep), so this family compiles for sm_90a alone.
+//
+// C[M,N] = A[M,K] · B[N,K]^T in bf16 with fp32 accumulation: A and B both K-major (each row a run of
+// K contiguous bf16, the layout of torch.nn.Linear's input and weight), C row-major, rounded to bf16
+// once. Both operands reach shared memory by the TMA in 64-column boxes (one 128-byte row of bf16
+// per tile row) with the 128-byte swizzle, and wgmma reads them there through matrix descriptors.
+// Tile parts outside the matrices arrive as zeros, so M, N and K need not be multiples of the tile;
+// the TMA needs K % 8 == 0 (16-byte row strides) and the host refuses other K.
+//
+// The rungs (all: one output tile per block unless persistent; a warpgroup = 4 warps = 128 threads):
+//   hgemm_1_tma_wgmma    one warpgroup, 128x128 tile, one shared slot: load, wait, multiply, repeat
+//   hgemm_2_ring         the same with HG_RING_STAGES slots, refilled as they are freed (a __syncthreads)
+//   hgemm_3_specialized  a producer warpgroup (one thread issues the TMA) and two consumer
+//                        warpgroups (64 rows each); full and empty mbarriers per slot, no __syncthreads
+//   hgemm_4_wide         a 128x256 tile (each consumer 64x256) and setmaxnreg: the producer gives
+//                        registers back so the consumers can hold 128 accumulators each
+//   hgemm_5_persistent   one block per SM loops over tiles in an L2-friendly grouped order; the
+//                        producer loads the next tile while the consumers store the last
+//
+// Every mbarrier wait gives up after ASYNC_WAIT_NS with a trap (async_copy.cuh): a wrong parity or
+// byte count fails the launch instead of hanging it.
+
+#include "async_copy.cuh"
+
+#ifndef HG_RING_STAGES
+#define HG_RING_STAGES 3      // rung 2's slots: 3 x 32 KiB leave room for two blocks per SM
+#endif
+#ifndef HG_STAGES
+#define HG_STAGES 4           // rungs 3-5's slots (4 x 48 KiB at 128x256: one block per SM)
+#endif
+#ifndef HG_GROUP_M
+#define HG_GROUP_M 8          // rung 5: tile rows per band of the grouped order (1: row by row)
+#endif
+#ifndef HG_ELECTED_ARRIVE
+#define HG_ELECTED_ARRIVE 1   // 1: one thread per consumer warpgroup frees a slot; 0: all 128 arrive
+#endif
+#ifndef HG_SETMAXNREG
+#define HG_SETMAXNREG 1       // rungs 4-5: move registers from the producer to the consumers
+#endif
+#ifndef HG_CONSUMER_REGS
+#define HG_CONSUMER_REGS 232
+#endif
+#ifndef HG_PRODUCER_REGS
+#define HG_PRODUCER_REGS 40
+#endif
+#ifndef HG_RELEASE_BEFORE_WAIT
+#define HG_RELEASE_BEFORE_WAIT 0   // 1: the pitfall: free a slot before the wgmma reading it has finished
+#endif
+#ifndef HG_SWIZZLE_DESC
+#define HG_SWIZZLE_DESC 1     // 0: the pitfall: describe the TMA's swizzled tiles as unswizzled
+#endif
+#ifndef HG_MIN_BLOCKS_NARROW
+#define HG_MIN_BLOCKS_NARROW 1   // rung 3: blocks per SM its registers must allow (2: the spill pitfall)
+#endif
+#ifndef HG_MIN_BLOCKS_WIDE
+#define HG_MIN_BLOCKS_WIDE 1     // rungs 4-5: the same (2 leaves 80 registers: ptxas refuses m64n256)
+#endif
+#ifndef HG_CEIL_N
+#define HG_CEIL_N 256         // wgmma_ceiling: the N of its m64nNk16
+#endif
+#ifndef HG_CEIL_REGA
+#define HG_CEIL_REGA 0        // wgmma_ceiling: 1 reads A from registers, 0 from shared memory
+#endif
+#define HG_BK 64              // K per slot: one 128-byte swizzle row of bf16 per tile row
+
+typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
+
+#include "wgmma.cuh"
+
+// ---------------------------------------------------------------------------- wgmma's pieces
+
+// The shared-memory matrix descriptor of a K-major tile written by the TMA with the 128-byte
+// swizzle: rows of 128 bytes, 8-row groups (1024 bytes, the swizzle's period) one after another.
+// Bits 0-13: start address / 16; 16-29: leading byte offset / 16 (unused by swizzled K-major
+// layouts, 1 by convention); 32-45: stride byte offset / 16 (from one 8-row group to the next);
+// 62-63: the swizzle (1 = 128-byte). Stepping 16 elements along K inside the 128-byte row is
+// adding 32 bytes to the start address: the hardware applies the swizzle to the address it forms.
+__device__ __forceinline__ u64 smem_desc(u32 addr) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) |
+           ((u64)(HG_SWIZZLE_DESC ? 1 : 0) << 62);
+}
+
+// Registers the accumulators were written by other instructions: order that before the next wgmma.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+// Close the wgmmas issued so far into a group; wait until at most N groups are still running.
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+// wgmma writes the accumulators behind the compiler's back: after the wait, tell it they changed,
+// so that no read of them is moved above the wait.
+template <int R> __device__ __forceinline__ void accumulators_ready(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+// m64nNk16 for N = 64, 128 or 256: A from shared memory, or (wgmma_regs) from registers.
+template <int N> __device__ __forceinline__ void wgmma_smem(float (&d)[N / 2], u64 da, u64 db, int accumulate) {
+    static_assert(N == 64 || N == 128 || N == 256, "no wrapper for this N");
+    if constexpr (N == 64) wgmma_m64n64(d, da, db, accumulate);
+    else if constexpr (N == 128) wgmma_m64n128(d, da, db, accumulate);
+    else wgmma_m64n256(d, da, db, accumulate);
+}
+template <int N> __device__ __forceinline__ void wgmma_regs(float (&d)[N / 2], const u32 (&a)[4], u64 db, int accumulate) {
+    static_assert(N == 64 || N == 128 || N == 256, "no wrapper for this N");
+    if constexpr (N == 64) wgmma_m64n64_rega(d, a, db, accumulate);
+    else if constexpr (N == 128) wgmma_m64n128_rega(d, a, db, accumulate);
+    else wgmma_m64n256_rega(d, a, db, accumulate);
+}
+
+// One 64-row slice of a slot times its B tile: four k16 steps of m64nBNk16. `accumulate` 0 on the
+// first step of a tile overwrites the accumulators (D = A·B) instead of adding to them.
+template <int BN>
+__device__ __forceinline__ void wgmma_slot(float (&d)[BN / 2], u32 a_rows, u32 b_tile, bool accumulate) {
+#pragma unroll
+    for (int kk = 0; kk < HG_BK / 16; ++kk) {
+        wgmma_smem<BN>(d, smem_desc(a_rows + kk * 32), smem_desc(b_tile + kk * 32), kk > 0 || accumulate);
+    }
+}
+
+// ---------------------------------------------------------------------------- shared by the rungs
+
+__device__ __forceinline__ u32 align_1024(u32 addr) { return (addr + 1023u) & ~1023u; }
+
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// A warpgroup's 64 x BN accumulator tile (the m64nN layout: warp w holds rows 16w..16w+15; lane l
+// rows l/4 and l/4 + 8, columns 8j + 2(l%4) and the next) into C at (row0, col0), rounded to bf16.
+template <int BN>
+__device__ __forceinline__ void store_tile(bf16_raw* __restrict__ C, int M, int N, int row0, int col0,
+                                           const float (&d)[BN / 2]) {
+    const int t = threadIdx.x % 128, lane = t % 32;
+    const int r0 = row0 + (t / 32) * 16 + lane / 4, c0 = col0 + 2 * (lane % 4);
+    const bool inside = (N % 2 == 0) && row0 + 64 <= M && col0 + BN <= N;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int r = r0 + 8 * h;
+        if (!inside && r >= M) continue;
+        bf16_raw* row = C + (size_t)r * N;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int c = c0 + 8 * j;
+            const u32 v = pack_bf16x2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            if (inside) {
+                *reinterpret_cast<u32*>(row + c) = v;
+            } else {
+                if (c < N) row[c] = (bf16_raw)(v & 0xffff);
+                if (c + 1 < N) row[c + 1] = (bf16_raw)(v >> 16);
+            }
+        }
+    }
+}
+
+// Where tile t of a grid_m x grid_n grid of output tiles starts, visiting the tiles in bands of
+// `group` tile rows, column by column within a band: blocks running at the same time then share
+// A rows and B columns in L2. group = 1 is plain row-by-row order.
+__device__ __forceinline__ void tile_origin(int t, int grid_m, int grid_n, int group, int bm, int bn,
+                                            int& row0, int& col0) {
+    const int band = t / (group * grid_n), first = band * group;
+    const int rows = min(grid_m - first, group), in_band = t % (group * grid_n);
+    row0 = (first + in_band % rows) * bm;
+    col0 = (in_band / rows) * bn;
+}
+
+// A slot of the ring and the phase of its barriers: after the last slot, back to the first, the
+// phase flipped.
+struct Ring {
+    int slot = 0;
+    u32 phase = 0;
+    __device__ __forceinline__ void advance(int slots) {
+        if (++slot == slots) { slot = 0; phase ^= 1; }
+    }
+};
+
+// Slot s of a ring of S slots of BM x 64 A tiles and BN x 64 B tiles, then the barriers: full[s], empty[s].
+template <int BM, int BN, int S>
+struct Slots {
+    u32 base;
+    static constexpr u32 A_BYTES = BM * HG_BK * 2, BYTES = (BM + BN) * HG_BK * 2;
+    __device__ __forceinline__ u32 a(int s) const { return base + s * BYTES; }
+    __device__ __forceinline__ u32 b(int s) const { return base + s * BYTES + A_BYTES; }
+    __device__ __forceinline__ u32 full(int s) const { return base + S * BYTES + 8 * s; }
+    __device__ __forceinline__ u32 empty(int s) const { return base + S * BYTES + 8 * (S + s); }
+    // One thread: ask the TMA for K tile kt of the block's A rows and B rows; full[s] counts the bytes in.
+    __device__ __forceinline__ void fill(int s, const u64* maps, int kt, int row0, int col0) const {
+        mbar_expect_bytes(full(s), BYTES);
+        tma_load_2d(a(s), maps, kt * HG_BK, row0, full(s));
+        tma_load_2d(b(s), maps + 16, kt * HG_BK, col0, full(s));
+    }
+};
+
+// Thread 0: the tensor maps are readable, the barriers initialised (full by one arrival plus the
+// bytes, empty by the consumers' arrivals); then everyone may start.
+template <int BM, int BN, int S>
+__device__ __forceinline__ void init_slots(const Slots<BM, BN, S>& sl, const u64* maps, u32 empty_arrivals) {
+    if (threadIdx.x == 0) {
+        tensormap_acquire(maps);
+        tensormap_acquire(maps + 16);
+        for (int s = 0; s < S; ++s) {
+            mbar_init(sl.full(s), 1);
+            mbar_init(sl.empty(s), empty_arrivals);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+}
+
+// A consumer warpgroup is done with a slot. Its wgmmas are warpgroup-wide operations, complete for
+// all four warps once they are complete for one, so one elected thread can say so for all 128.
+__device__ __forceinline__ void release(u32 empty_bar) {
+    if (!HG_ELECTED_ARRIVE || threadIdx.x % 128 == 0) mbar_arrive(empty_bar);
+}
+#define HG_EMPTY_ARRIVALS(consumer_warpgroups) ((consumer_warpgroups) * (HG_ELECTED_ARRIVE ? 1 : 128))
+
+// One consumer warpgroup's K loop over one output tile: wait for each slot to fill, multiply its
+// 64 rows of A by the slot's B, wait for the wgmmas, free the slot.
+template <int BM, int BN, int S>
+__device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& ring, float (&d)[BN / 2],
+                                             u32 a_offset, int k_tiles) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.full(ring.slot), ring.phase);
+        wgmma_fence();
+        wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
+        wgmma_commit();
+#if HG_RELEASE_BEFORE_WAIT
+        release(sl.empty(ring.slot));   // wrong: the wgmmas may still be reading the slot
+        wgmma_wait<0>();
+#else
+        wgmma_wait<0>();
+        release(sl.empty(ring.slot));
+#endif
+        accumulators_ready(d);
+        ring.advance(S);
+    }
+}
+
+// The producer's K loop over one output tile: wait for each slot to be freed, refill it. On the
+// first pass the wait is for the phase before the first (parity 1), which counts as complete.
+template <int BM, int BN, int S>
+__device__ __forceinline__ void produce_tile(const Slots<BM, BN, S>& sl, Ring& ring, const u64* maps, int k_tiles,
+                                             int row0, int col0) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.empty(ring.slot), ring.phase ^ 1);
+        sl.fill(ring.slot, maps, kt, row0, col0);
+        ring.advance(S);
+    }
+}
+
+template <u32 REGS> __device__ __forceinline__ void registers_down() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS));
+}
+template <u32 REGS> __device__ __forceinline__ void registers_up() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS));
+}
+
+// ---------------------------------------------------------------------------- the rungs
+
+// Rung 1. Launch: grid (ceil(M/128) * ceil(N/128)), block (128), dynamic shared memory 33,800 bytes
+// (opt in above 48 KiB is not needed). maps: two CUtensorMaps in global memory, A {K, M} and B {K, N},
+// boxes {64, 128}, bf16, 128-byte swizzle. C: M x N bf16, row-major.
+extern "C" __global__ __launch_bounds__(128, 1) void hgemm_1_tma_wgmma(bf16_raw* __restrict__ C, int M, int N, int K,
+                                                                       const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 128;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const u32 sA = align_1024(smem_u32(smem)), sB = sA + BM * 128, bar = sB + BN * 128;
+    const int grid_n = (N + BN - 1) / BN;
+    const int row0 = blockIdx.x / grid_n * BM, col0 = blockIdx.x % grid_n * BN;
+    if (threadIdx.x == 0) {
+        tensormap_acquire(maps);
+        tensormap_acquire(maps + 16);
+        mbar_init(bar, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    float top[BN / 2] = {}, bottom[BN / 2] = {};   // the warpgroup's rows 0-63 and 64-127
+    const int k_tiles = (K + HG_BK - 1) / HG_BK;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        if (threadIdx.x == 0) {
+            mbar_expect_bytes(bar, (BM + BN) * HG_BK * 2);
+            tma_load_2d(sA, maps, kt * HG_BK, row0, bar);
+            tma_load_2d(sB, maps + 16, kt * HG_BK, col0, bar);
+        }
+        mbar_wait(bar, kt & 1);
+        wgmma_fence();
+        wgmma_slot<BN>(top, sA, sB, true);
+        wgmma_slot<BN>(bottom, sA + 64 * 128, sB, true);
+        wgmma_commit();
+        wgmma_wait<0>();
+        accumulators_ready(top);
+        accumulators_ready(bottom);
+        __syncthreads();   // all four warps are done with the slot: it may be overwritten
+    }
+    store_tile<BN>(C, M, N, row0, col0, top);
+    store_tile<BN>(C, M, N, row0 + 64, col0, bottom);
+}
+
+// Rung 2. Launch: as rung 1, dynamic shared memory 1,024 + HG_RING_STAGES * (32,768 + 16) bytes.
+extern "C" __global__ __launch_bounds__(128, 1) void hgemm_2_ring(bf16_raw* __restrict__ C, int M, int N, int K,
+                                                                  const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 128;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_RING_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_n = (N + BN - 1) / BN;
+    const int row0 = blockIdx.x / grid_n * BM, col0 = blockIdx.x % grid_n * BN;
+    init_slots(sl, maps, 1);
+    const int k_tiles = (K + HG_BK - 1) / HG_BK;
+    if (threadIdx.x == 0)
+        for (int kt = 0; kt < HG_RING_STAGES && kt < k_tiles; ++kt) sl.fill(kt, maps, kt, row0, col0);
+    float top[BN / 2] = {}, bottom[BN / 2] = {};
+    Ring ring;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.full(ring.slot), ring.phase);
+        wgmma_fence();
+        wgmma_slot<BN>(top, sl.a(ring.slot), sl.b(ring.slot), true);
+        wgmma_slot<BN>(bottom, sl.a(ring.slot) + 64 * 128, sl.b(ring.slot), true);
+        wgmma_commit();
+        wgmma_wait<0>();
+        accumulators_ready(top);
+        accumulators_ready(bottom);
+        __syncthreads();   // the slot is free: refill it with the tile HG_RING_STAGES ahead
+        if (threadIdx.x == 0 && kt + HG_RING_STAGES < k_tiles) sl.fill(ring.slot, maps, kt + HG_RING_STAGES, row0, col0);
+        ring.advance(HG_RING_STAGES);
+    }
+    store_tile<BN>(C, M, N, row0, col0, top);
+    store_tile<BN>(C, M, N, row0 + 64, col0, bottom);
+}
+
+// Rung 3. Launch: grid as rung 1, block (384), dynamic shared memory 1,024 + HG_STAGES * (32,768 + 16).
+extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_NARROW) void hgemm_3_specialized(bf16_raw* __restrict__ C, int M, int N,
+                                                                         int K, const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 128;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_n = (N + BN - 1) / BN;
+    const int row0 = blockIdx.x / grid_n * BM, col0 = blockIdx.x % grid_n * BN;
+    init_slots(sl, maps, HG_EMPTY_ARRIVALS(2));
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    Ring ring;
+    if (wg == 0) {   // the producer: one thread issues every copy
+        if (threadIdx.x == 0) produce_tile(sl, ring, maps, k_tiles, row0, col0);
+    } else {         // consumer wg - 1 owns rows 64 (wg - 1) ... of the tile
+        float d[BN / 2];   // no zeroing: each tile's first wgmma overwrites them
+        consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles);
+        store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
+    }
+}
+
+// Rung 4. Launch: grid (ceil(M/128) * ceil(N/256)), block (384), dynamic shared memory
+// 1,024 + HG_STAGES * (49,152 + 16) bytes (197,696 at 4 slots).
+extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void hgemm_4_wide(bf16_raw* __restrict__ C, int M, int N, int K,
+                                                                  const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 256;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_n = (N + BN - 1) / BN;
+    const int row0 = blockIdx.x / grid_n * BM, col0 = blockIdx.x % grid_n * BN;
+    init_slots(sl, maps, HG_EMPTY_ARRIVALS(2));
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    Ring ring;
+    if (wg == 0) {
+#if HG_SETMAXNREG
+        registers_down<HG_PRODUCER_REGS>();
+#endif
+        if (threadIdx.x == 0) produce_tile(sl, ring, maps, k_tiles, row0, col0);
+    } else {
+#if HG_SETMAXNREG
+        registers_up<HG_CONSUMER_REGS>();
+#endif
+        float d[BN / 2];   // no zeroing: each tile's first wgmma overwrites them
+        consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles);
+        store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
+    }
+}
+
+// Rung 5. Launch: grid (min(SMs, tiles)), block (384), dynamic shared memory as rung 4. Block b
+// computes tiles b, b + gridDim.x, ... of the grouped order; the ring runs on from tile to tile.
+extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void hgemm_5_persistent(bf16_raw* __restrict__ C, int M, int N,
+                                                                        int K, const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 256;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN, tiles = grid_m * grid_n;
+    init_slots(sl, maps, HG_EMPTY_ARRIVALS(2));
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    Ring ring;
+    int row0, col0;
+    if (wg == 0) {
+#if HG_SETMAXNREG
+        registers_down<HG_PRODUCER_REGS>();
+#endif
+        if (threadIdx.x == 0)
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                tile_origin(t, grid_m, grid_n, HG_GROUP_M, BM, BN, row0, col0);
+                produce_tile(sl, ring, maps, k_tiles, row0, col0);
+            }
+    } else {
+#if HG_SETMAXNREG
+        registers_up<HG_CONSUMER_REGS>();
+#endif
+        float d[BN / 2];
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            tile_origin(t, grid_m, grid_n, HG_GROUP_M, BM, BN, row0, col0);
+            consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles);
+            store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------- instruction ceilings
+
+// The ceilings' operands: along K the values repeat every 8 (the 32-bit word at position w of a row
+// holds the pair w % 4), so the swizzle, which moves whole 16-byte chunks, leaves them in place, and
+// every row of A and of B is the same. Each k16 step then adds 2 * (1*2 + 2*1 - 1*1 - 3*3 - 2*1 - 2*2
+// + 3*1 + 1*1) = -16 to every output: the host checks the sums exactly. Varied values, not zeros,
+// because the tensor cores draw less power (and may clock higher) on zeros.
+__device__ __forceinline__ u32 ceiling_a_pair(int w) {
+    const u32 pairs[4] = {0x40003f80u, 0x4040bf80u, 0xc0004000u, 0x3f804040u};   // (1,2) (-1,3) (2,-2) (3,1)
+    return pairs[w & 3];
+}
+__device__ __forceinline__ u32 ceiling_b_pair(int w) {
+    const u32 pairs[4] = {0x3f804000u, 0xc0403f80u, 0x4000bf80u, 0x3f803f80u};   // (2,1) (1,-3) (-1,2) (1,1)
+    return pairs[w & 3];
+}
+
+// wgmma alone: every warpgroup of every block issues m64nHG_CEIL_Nk16 back to back on one shared
+// tile (A from shared memory, or from registers with HG_CEIL_REGA), one group of four in flight
+// while the next is issued. No global memory is read. Each wgmma is 2 * 64 * HG_CEIL_N * 16 FLOP.
+// Launch: grid (any; one block per SM is the intent), block (128 per warpgroup), dynamic shared
+// memory 1,024 + (64 + HG_CEIL_N) * 128 bytes. out: one float per thread, the sum of its
+// accumulators: -64 * iters * HG_CEIL_N / 2.
+extern "C" __global__ __launch_bounds__(384, 1) void wgmma_ceiling(float* __restrict__ out, int iters) {
+    constexpr int N = HG_CEIL_N;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const u32 sA = align_1024(smem_u32(smem)), sB = sA + 64 * 128;
+    u32* words = reinterpret_cast<u32*>(smem + (sA - smem_u32(smem)));
+    for (int i = threadIdx.x; i < (64 + N) * 32; i += blockDim.x)
+        words[i] = i < 64 * 32 ? ceiling_a_pair(i) : ceiling_b_pair(i);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the stores above, visible to wgmma's reads
+    __syncthreads();
+    float d[N / 2] = {};
+    // A from registers (the m64k16 fragment): lane l's four registers all hold k pair l % 4.
+    const u32 pa = ceiling_a_pair(threadIdx.x % 4), a[4] = {pa, pa, pa, pa};
+    for (int it = 0; it < iters; ++it) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            if (HG_CEIL_REGA) wgmma_regs<N>(d, a, smem_desc(sB + kk * 32), 1);
+            else wgmma_smem<N>(d, smem_desc(sA + kk * 32), smem_desc(sB + kk * 32), 1);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    accumulators_ready(d);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) sum += d[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+// mma.sync alone (notebook 06's instruction): each warp runs eight independent m16n8k16 chains on
+// operands held in registers (the same values as wgmma_ceiling's). Each mma is 2 * 16 * 8 * 16 =
+// 4,096 FLOP. Launch: any grid and block (whole warps). out: one float per thread, -512 * iters.
+extern "C" __global__ void mma_sync_ceiling(float* __restrict__ out, int iters) {
+    const u32 pa = ceiling_a_pair(threadIdx.x % 4), pb = ceiling_b_pair(threadIdx.x % 4);
+    float acc[8][4] = {};
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                         "{%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, {%0,%1,%2,%3};"
+                         : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+                         : "r"(pa), "r"(pb));
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) sum += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}

@@ -1,0 +1,590 @@
+"""Notebook 10's experiments: the Hopper GEMM ladder (TMA + wgmma, rung by rung) beside cuBLAS, the
+instruction ceilings it is measured against, its ablations and its pitfalls.
+
+The kernels live in ``kernels/hopper_gemm.cu`` and build for ``sm_90a`` only. They compute
+C = A·Bᵀ with A (M×K) and B (N×K) both K-major: torch.nn.Linear's layout, and the one cuBLAS is
+asked for here too (``torch.mm(a, b.t())``), so the comparison is the same problem.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from . import cuda
+from .evidence import Case
+from .experiments import check_close, experiment, launch_record, require_passed
+from .lab_gemm import (_random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel, defines_to_options,
+                       encode_tensor_map, macros, to_bf16_bits)
+from .smoke import covers
+
+FAMILY = "hopper_gemm"
+ARCH = "sm_90a"
+HOPPER_CC = "9.0"
+ALIGN_SLACK = 1024   # dynamic shared memory beyond the slots: room to align them to the swizzle's 1024 bytes
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder: its kernel, and the one thing it changes from the rung before."""
+
+    number: int
+    kernel: str
+    label: str
+    change: str
+    tile: tuple[int, int]          # BM x BN of C per block
+    threads: int
+    slots: str                     # "one" or "ring" (HG_STAGES)
+    consumers: int                 # warpgroups issuing wgmma
+    persistent: bool = False
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(1, "hgemm_1_tma_wgmma", "TMA + wgmma",
+         "one warpgroup; the TMA brings a 128×128 tile's next K slice into one slot, the warpgroup "
+         "waits on its mbarrier, multiplies with wgmma from shared memory, waits for the wgmmas",
+         (128, 128), 128, "one", 1),
+    Rung(2, "hgemm_2_ring", "mbarrier ring",
+         "HG_RING_STAGES slots, one mbarrier each: the copies of the next slices are in flight while one "
+         "is multiplied; a __syncthreads says a slot is free",
+         (128, 128), 128, "ring", 1),
+    Rung(3, "hgemm_3_specialized", "warp specialization",
+         "a producer warpgroup (one thread issues every copy) and two consumer warpgroups; full and "
+         "empty mbarriers per slot replace the __syncthreads",
+         (128, 128), 384, "ring", 2),
+    Rung(4, "hgemm_4_wide", "128×256 tile, setmaxnreg",
+         "a 128×256 tile, each consumer 64×256 (128 fp32 accumulators per thread); setmaxnreg moves "
+         "registers from the producer to the consumers",
+         (128, 256), 384, "ring", 2),
+    Rung(5, "hgemm_5_persistent", "persistent, grouped order",
+         "one block per SM walks the tiles in bands of HG_GROUP_M tile rows; the next tile's copies "
+         "overlap the last tile's stores",
+         (128, 256), 384, "ring", 2, True),
+)
+RUNG_KERNELS = [r.kernel for r in RUNGS]
+
+
+def rung(kernel_or_number) -> Rung:
+    for r in RUNGS:
+        if kernel_or_number in (r.kernel, r.number):
+            return r
+    raise KeyError(f"no rung {kernel_or_number!r}; the ladder has {', '.join(RUNG_KERNELS)}")
+
+
+def hg_macros(defines: dict[str, int] | None = None) -> dict[str, int]:
+    return macros(FAMILY, defines)
+
+
+def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
+    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack."""
+    bm, bn = r.tile
+    slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
+    if r.slots == "one":
+        return ALIGN_SLACK + slot + 8
+    stages = hg_macros(defines)["HG_RING_STAGES" if r.consumers == 1 else "HG_STAGES"]
+    return ALIGN_SLACK + stages * (slot + 16)
+
+
+def output_tiles(r: Rung, m: int, n: int) -> int:
+    bm, bn = r.tile
+    return -(-m // bm) * -(-n // bn)
+
+
+def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None):
+    """(grid, block, dynamic shared bytes): one block per output tile, or one per SM (persistent)."""
+    tiles = output_tiles(r, m, n)
+    return (min(tiles, sm_count) if r.persistent else tiles,), (r.threads,), smem_bytes(r, defines)
+
+
+def require_hopper(compute_capability) -> None:
+    """wgmma and setmaxnreg are sm_90a: they run on compute capability 9.0 and nowhere else."""
+    if str(compute_capability) != HOPPER_CC:
+        raise RuntimeError(
+            f"notebook 10's kernels use wgmma and setmaxnreg, which exist only on compute capability 9.0 "
+            f"(H100, H200, GH200), built for sm_90a; this GPU is {compute_capability}. Blackwell replaces "
+            "them with tcgen05 (see the notebook's last section). Here the notebook replays the H200's record.")
+
+
+def require_k(k: int) -> None:
+    """The TMA reads rows of K bf16 at a stride of 2K bytes, which it needs to be a multiple of 16."""
+    if k < 1 or k % 8:
+        raise ValueError(f"K = {k}: the TMA needs each row of A and B to start 16-byte aligned, so K must be a "
+                         f"positive multiple of 8. Pad K with zeros to {max(8, -(-k // 8) * 8)} (zeros add "
+                         "nothing to the products).")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_function(kernel: str, options: tuple[str, ...] = ()):
+    """A rung (or ceiling) kernel built for sm_90a with ``options``, ready to launch."""
+    return cuda.compile_family(FAMILY, ARCH, options).function(kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count() -> int:
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+_MAPS: dict[tuple, object] = {}
+
+
+def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
+    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory."""
+    import cupy
+    import numpy as np
+
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, box_rows_a, box_rows_b)
+    if key not in _MAPS:
+        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
+                 + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
+        if len(_MAPS) > 64:
+            _MAPS.clear()
+        _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
+    return _MAPS[key]
+
+
+def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
+        smem_bytes_at_least: int = 0) -> None:
+    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
+    ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
+    blocks fit on an SM (the residency comparison of rungs 1 and 2)."""
+    import numpy as np
+
+    r = r if isinstance(r, Rung) else rung(r)
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    if b_bits.shape[1] != k or c_bits.shape != (m, n):
+        raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
+    require_k(k)
+    grid, block, smem = geometry(r, m, n, _sm_count(), defines)
+    smem = max(smem, smem_bytes_at_least)
+    fn = fn or kernel_function(r.kernel, defines_to_options(defines))
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.tile[1])
+    fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+
+
+def _operands(m: int, n: int, k: int, seed: int):
+    """Random bf16 A (M×K) and B (N×K) as CuPy bit patterns, and the same as torch bf16 views."""
+    a, b = to_bf16_bits(_random((m, k), seed)), to_bf16_bits(_random((n, k), seed + 1))
+    return a, b, _torch_view(a), _torch_view(b)
+
+
+def _nan_output(m: int, n: int):
+    import cupy
+
+    return cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails any check
+
+
+def _launch(r: Rung, m: int, n: int, defines=None) -> dict:
+    grid, block, smem = geometry(r, m, n, _sm_count(), defines)
+    res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources[r.kernel]
+    return launch_record(grid, block, res, smem)
+
+
+def shape_label(m: int, n: int, k: int) -> str:
+    return f"{m}×{n}×{k}"
+
+
+# --------------------------------------------------------------------------- experiments
+
+LADDER_SHAPES = [[2048, 2048, 2048], [4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]]
+
+
+@experiment("hopper.ladder",
+            "The five rungs of the Hopper GEMM beside cuBLAS bf16 (torch.mm(a, b.t()), the same K-major "
+            "problem), each checked against cuBLAS, all timed call by call in turn in one run.",
+            shapes=LADDER_SHAPES, samples=30)
+def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
+    import torch
+
+    from .hardware import detect
+    from .timing import benchmark_interleaved
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, ta, tb = _operands(m, n, k, 11)
+        lib = torch.mm(ta, tb.t())
+        ref = _cupy(lib.float())
+        outputs, checks = {}, {}
+        for r in RUNGS:
+            c = outputs[r.kernel] = _nan_output(m, n)
+            run(r, a, b, c)
+            checks[r.kernel] = check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
+        calls = [lambda: torch.mm(ta, tb.t())] + [lambda r=r: run(r, a, b, outputs[r.kernel]) for r in RUNGS]
+        t_lib, *t_rungs = benchmark_interleaved(calls, samples)
+        flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+        exact = torch.mm(ta.double(), tb.double().t())
+        cases.append(require_passed(Case(
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
+            flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()))))
+        for r, t in zip(RUNGS, t_rungs):
+            cases.append(require_passed(Case(
+                f"{r.kernel}, {label}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                list(t.samples_s), flop, nbytes, checks[r.kernel], _launch(r, m, n),
+                extra={"defines": hg_macros(), "timing": "interleaved call by call with cuBLAS and the other rungs"})))
+        del a, b, ta, tb, lib, ref, outputs, exact
+    return cases
+
+
+def _cupy(t):
+    import cupy
+
+    return cupy.asarray(t)
+
+
+# Shapes that are not multiples of any tile (or smaller than one), a K tail, a K of one slice, and
+# one with more K slices than slots, so that every slot is reused.
+EDGE_SHAPES = [[1, 8, 8], [1, 1, 64], [127, 129, 72], [129, 257, 200], [333, 1000, 520], [1000, 333, 1032],
+               [256, 512, 512], [515, 1027, 264]]
+
+
+@experiment("hopper.edges",
+            "Every rung at shapes that are not multiples of its tile, a K tail and single elements, "
+            "checked against a float64 product of the same bf16 inputs.",
+            shapes=EDGE_SHAPES, samples=20)
+def edges(shapes: list[list[int]], samples: int) -> list[Case]:
+    import cupy
+
+    from .hardware import detect
+    from .timing import benchmark
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, _, _ = _operands(m, n, k, 21)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        for r in RUNGS:
+            c = _nan_output(m, n)
+            run(r, a, b, c)
+            check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
+            t = benchmark(lambda: run(r, a, b, c), samples, warmup=1)
+            cases.append(require_passed(Case(
+                f"{r.kernel}, {shape_label(m, n, k)}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), check, _launch(r, m, n))))
+    return cases
+
+
+CEILING_SHAPES = [64, 128, 256]
+
+
+def ceiling_flop(kind: str, n: int, blocks: int, threads: int, iters: int) -> float:
+    """FLOPs one ceiling launch does: per wgmma 2·64·N·16, four per iteration per warpgroup; per
+    mma.sync 2·16·8·16, eight per iteration per warp."""
+    if kind == "mma.sync":
+        return 2.0 * 16 * 8 * 16 * 8 * iters * blocks * threads / 32
+    return 2.0 * 64 * n * 16 * 4 * iters * blocks * threads / 128
+
+
+def ceiling_sum(kind: str, n: int, iters: int) -> float:
+    """What each thread of a ceiling kernel writes: every k16 step adds -16 to each accumulator;
+    a wgmma thread holds N/2 of them (four steps per iteration), an mma.sync thread 32 (one step)."""
+    if kind == "mma.sync":
+        return -16.0 * iters * 32
+    return -16.0 * 4 * iters * n / 2
+
+
+@experiment("hopper.ceilings",
+            "Instruction ceilings with no memory traffic: wgmma m64nNk16 for N = 64, 128, 256 with A read "
+            "from shared memory and from registers, and notebook 06's mma.sync m16n8k16 from registers.",
+            shapes=CEILING_SHAPES, warpgroups=2, iters=4096, mma_blocks_per_sm=2, samples=25)
+def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: int, samples: int) -> list[Case]:
+    import cupy
+    import numpy as np
+
+    from .hardware import detect
+    from .timing import benchmark
+
+    require_hopper(detect().compute_capability)
+    sms = _sm_count()
+    out = cupy.zeros(sms * 1024, dtype=cupy.float32)
+    cases = []
+    for n in shapes:
+        for a_from in ("shared", "registers"):
+            defines = {"HG_CEIL_N": n, "HG_CEIL_REGA": int(a_from == "registers")}
+            fn = kernel_function("wgmma_ceiling", defines_to_options(defines))
+            smem = ALIGN_SLACK + (64 + n) * 128
+            fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+            threads = 128 * warpgroups
+            call = functools.partial(fn, (sms,), (threads,), (out, np.int32(iters)), shared_mem=smem)
+            out.fill(float("nan"))
+            call()
+            check = check_close(out[:sms * threads], cupy.full(1, ceiling_sum("wgmma", n, iters)),
+                                "the sum the operands give exactly", 0.0)
+            t = benchmark(call, samples, warmup=2)
+            res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources["wgmma_ceiling"]
+            cases.append(require_passed(Case(
+                f"wgmma m64n{n}k16, A from {a_from}", {"shapes": n, "a_from": a_from}, f"{FAMILY}.wgmma_ceiling",
+                list(t.samples_s), ceiling_flop("wgmma", n, sms, threads, iters), 0.0, check,
+                launch_record((sms,), (threads,), res, smem), extra={"defines": defines})))
+    fn = kernel_function("mma_sync_ceiling")
+    blocks, threads = sms * mma_blocks_per_sm, 256
+    call = functools.partial(fn, (blocks,), (threads,), (out, np.int32(iters)))
+    out.fill(float("nan"))
+    call()
+    check = check_close(out[:blocks * threads], cupy.full(1, ceiling_sum("mma.sync", 0, iters)),
+                        "the sum the operands give exactly", 0.0)
+    t = benchmark(call, samples, warmup=2)
+    cases.append(require_passed(Case(
+        "mma.sync m16n8k16, registers", {"shapes": "mma.sync"}, f"{FAMILY}.mma_sync_ceiling", list(t.samples_s),
+        ceiling_flop("mma.sync", 0, blocks, threads, iters), 0.0, check,
+        launch_record((blocks,), (threads,), cuda.compile_family(FAMILY, ARCH).resources["mma_sync_ceiling"]))))
+    return cases
+
+
+# Each is a rung with one thing changed: (kernel, defines, shared bytes to launch with at least).
+ABLATIONS = {
+    "rung 5 as built": ("hgemm_5_persistent", {}, 0),
+    "every consumer thread arrives on empty": ("hgemm_5_persistent", {"HG_ELECTED_ARRIVE": 0}, 0),
+    "no setmaxnreg": ("hgemm_5_persistent", {"HG_SETMAXNREG": 0}, 0),
+    "row-by-row tile order (HG_GROUP_M 1)": ("hgemm_5_persistent", {"HG_GROUP_M": 1}, 0),
+    "3 slots instead of 4": ("hgemm_5_persistent", {"HG_STAGES": 3}, 0),
+    "rung 4 as built": ("hgemm_4_wide", {}, 0),
+    "rung 4 without setmaxnreg": ("hgemm_4_wide", {"HG_SETMAXNREG": 0}, 0),
+    "rung 2 as built (3 slots, two blocks per SM)": ("hgemm_2_ring", {}, 0),
+    "rung 2 with 4 slots (one block per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 4}, 0),
+    "rung 2 with 2 slots (three blocks per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 2}, 0),
+    "rung 1 as built (three blocks per SM)": ("hgemm_1_tma_wgmma", {}, 0),
+    "rung 1 held to one block per SM": ("hgemm_1_tma_wgmma", {}, 120 * 1024),
+}
+
+
+@experiment("hopper.ablations",
+            "One design choice changed at a time: elected arrival, setmaxnreg, grouped order and slots in "
+            "rung 5; setmaxnreg in rung 4; slots (so blocks per SM) in rung 2; rung 1 held to one block per "
+            "SM; beside cuBLAS bf16, timed call by call in turn in one run.",
+            shapes=[[4096, 4096, 4096], [8192, 8192, 8192]], variants=list(ABLATIONS), samples=30)
+def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> list[Case]:
+    import torch
+
+    from .hardware import detect
+    from .timing import benchmark_interleaved
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    wanted = [(v, ABLATIONS[v]) for v in variants]
+    for m, n, k in shapes:
+        a, b, ta, tb = _operands(m, n, k, 31)
+        ref = _cupy(torch.mm(ta, tb.t()).float())
+        outs, checks = {}, {}
+        for name, (kernel, defines, smem) in wanted:
+            outs[name] = _nan_output(m, n)
+            run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
+            checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
+        calls = [lambda: torch.mm(ta, tb.t())] + [
+            lambda v=v, name=name: run(v[0], a, b, outs[name], v[1], smem_bytes_at_least=v[2]) for name, v in wanted]
+        t_lib, *t_var = benchmark_interleaved(calls, samples)
+        flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+        cases.append(require_passed(Case(
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
+            flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
+        for (name, (kernel, defines, smem)), t in zip(wanted, t_var):
+            launch = _launch(rung(kernel), m, n, defines)
+            launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
+            cases.append(require_passed(Case(
+                f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", list(t.samples_s),
+                flop, nbytes, checks[name], launch, extra={"defines": defines})))
+        del a, b, ta, tb, ref, outs
+    return cases
+
+
+# --------------------------------------------------------------------------- sanitizer smoke launches
+
+SMOKE_SHAPES = ((1, 8, 8), (130, 257, 200), (256, 512, 320))
+
+
+@covers(FAMILY, *RUNG_KERNELS)
+def hopper_smoke() -> None:
+    """Every rung at small edge shapes, checked against float64 (skipped, saying so, off Hopper)."""
+    import cupy
+
+    from .hardware import detect
+
+    cc = detect().compute_capability
+    if str(cc) != HOPPER_CC:
+        print(f"skip {FAMILY}: needs compute capability {HOPPER_CC}, this GPU is {cc}")
+        return
+    for m, n, k in SMOKE_SHAPES:
+        a, b, _, _ = _operands(m, n, k, 41)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        for r in RUNGS:
+            c = _nan_output(m, n)
+            run(r, a, b, c)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
+            if not err <= bf16_tolerance_rel() * float(cupy.abs(exact).max()):
+                raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
+
+
+@covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
+def ceiling_smoke() -> None:
+    import cupy
+    import numpy as np
+
+    from .hardware import detect
+
+    if str(detect().compute_capability) != HOPPER_CC:
+        print(f"skip {FAMILY} ceilings: needs compute capability {HOPPER_CC}")
+        return
+    out = cupy.ones(2 * 256, dtype=cupy.float32)
+    fn = kernel_function("wgmma_ceiling")
+    smem = ALIGN_SLACK + (64 + hg_macros()["HG_CEIL_N"]) * 128
+    fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+    fn((2,), (256,), (out, np.int32(4)), shared_mem=smem)
+    kernel_function("mma_sync_ceiling")((2,), (256,), (out, np.int32(4)))
+    cupy.cuda.Device().synchronize()
+
+
+# --------------------------------------------------------------------------- profiles and pitfalls
+
+STALL_REASONS = ("gmma", "barrier", "long_scoreboard", "wait", "sleeping", "math_pipe_throttle", "mio_throttle",
+                 "lg_throttle", "short_scoreboard", "dispatch_stall", "no_instruction", "branch_resolving",
+                 "membar", "not_selected", "selected", "misc")
+TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+PROFILE_METRICS = [TENSOR_PIPE, "sm__inst_executed_pipe_tensor_op_gmma.sum", "sm__inst_executed_pipe_tensor_op_hmma.sum",
+                   "sm__warps_active.avg.pct_of_peak_sustained_active", "dram__bytes_read.sum", "lts__t_bytes.sum",
+                   *(f"smsp__warp_issue_stalled_{r}_per_warp_active.pct" for r in STALL_REASONS)]
+
+
+def _profile_script(m: int, n: int, k: int) -> str:
+    """Each rung once, then cuBLAS once, on the same operands: what ncu profiles."""
+    return (f"import cupy, torch\nfrom course_lib import lab_hopper as hg\n"
+            f"a, b, ta, tb = hg._operands({m}, {n}, {k}, 51)\n"
+            f"for r in hg.RUNGS:\n    hg.run(r, a, b, hg._nan_output({m}, {n}))\n"
+            f"torch.mm(ta, tb.t())\ncupy.cuda.Device().synchronize()\n")
+
+
+@experiment("hopper.profile",
+            "Nsight Compute on each rung and on cuBLAS at one shape: tensor-pipe utilisation, wgmma "
+            "instructions, DRAM and L2 bytes, and the share of warps stalled for each reason.",
+            shape=[4096, 4096, 4096], samples=20)
+def profile(shape: list[int], samples: int) -> list[Case]:
+    import torch
+
+    from . import profiler
+    from .hardware import detect
+    from .timing import benchmark_interleaved
+
+    require_hopper(detect().compute_capability)
+    m, n, k = shape
+    a, b, ta, tb = _operands(m, n, k, 51)
+    ref = _cupy(torch.mm(ta, tb.t()).float())
+    outs = {r.kernel: _nan_output(m, n) for r in RUNGS}
+    for r in RUNGS:
+        run(r, a, b, outs[r.kernel])
+    calls = [lambda: torch.mm(ta, tb.t())] + [lambda r=r: run(r, a, b, outs[r.kernel]) for r in RUNGS]
+    t_lib, *t_rungs = benchmark_interleaved(calls, samples)
+    flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+    cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
+                  list(t_lib.samples_s), flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0))]
+    for r, t in zip(RUNGS, t_rungs):
+        cases.append(require_passed(Case(
+            f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
+            check_close(bf16_bits_to_float32(outs[r.kernel]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()),
+            _launch(r, m, n))))
+    try:
+        profiles = profiler.ncu_metrics(_profile_script(m, n, k), PROFILE_METRICS, r"hgemm_|gemm|xmma")
+        ours = [p for p in profiles if p.function.startswith("hgemm_")]
+        theirs = [p for p in profiles if not p.function.startswith("hgemm_")]
+        if [p.function for p in ours] != RUNG_KERNELS or not theirs:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}")
+        command, version = profiler.command_line(PROFILE_METRICS, r"hgemm_|gemm|xmma"), profiler.ncu_version()
+        for c, p in zip(cases, [theirs[-1], *ours]):
+            c.extra.update(ncu={mt: p.metrics.get(mt) for mt in PROFILE_METRICS}, ncu_command=command,
+                           ncu_version=version, ncu_kernel=p.function)
+    except profiler.ProfilerUnavailable as exc:
+        for c in cases:
+            c.extra["ncu_unavailable"] = str(exc)
+    return cases
+
+
+def _wrong_outputs(kernel: str, defines: dict, a, b, exact, trials: int) -> dict:
+    """Run a faulty variant `trials` times: in how many runs, and in how many outputs at most, it is wrong."""
+    import cupy
+
+    tol = bf16_tolerance_rel() * float(cupy.abs(exact).max())
+    wrong_runs, worst = 0, 0
+    for _ in range(trials):
+        c = _nan_output(*exact.shape)
+        run(kernel, a, b, c, defines)
+        bad = int((~(cupy.abs(bf16_bits_to_float32(c) - exact) <= tol)).sum())
+        wrong_runs += bad > 0
+        worst = max(worst, bad)
+    return {"kernel": kernel, "defines": defines, "trials": trials, "wrong_runs": wrong_runs,
+            "most_wrong_outputs": worst, "outputs": int(exact.size)}
+
+
+def _compile_message(arch: str, options: tuple[str, ...]) -> str:
+    try:
+        cuda.compile_source(cuda.source(FAMILY), arch, f"{FAMILY}.cu", options, use_cache=False)
+    except cuda.CompileError as exc:
+        return str(exc)
+    return "compiled without error"
+
+
+def _driver_message() -> str:
+    """What the driver says when asked to load a cubin built for another architecture (sm_100a)."""
+    cubin, _ = cuda.compile_source('extern "C" __global__ void k(float* x) { x[0] = 1.f; }', "sm_100a", "k.cu",
+                                   use_cache=False)
+    try:
+        cuda._load_module(cubin).get_function("k")
+    except Exception as exc:  # noqa: BLE001  (the point is the driver's words)
+        return f"{type(exc).__name__}: {exc}"
+    return "loaded (unexpected)"
+
+
+def _sass_summary(options: tuple[str, ...] = ()) -> dict:
+    """Instruction counts in rung 5's SASS (cuobjdump, where it is installed): the tensor-core ops,
+    the register hand-over, and local-memory traffic (spills)."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    exe = shutil.which("cuobjdump")
+    if not exe:
+        return {"unavailable": "cuobjdump is not on PATH"}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cuda.compile_family(FAMILY, ARCH, options).cubin)
+        f.flush()
+        sass = subprocess.run([exe, "-sass", "-fun", "hgemm_5_persistent", f.name], capture_output=True,
+                              text=True, timeout=120).stdout
+    ops = re.findall(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)
+    count = lambda *names: sum(1 for o in ops if o in names)  # noqa: E731
+    return {"instructions": len(ops), "HGMMA": count("HGMMA"), "USETMAXREG": count("USETMAXREG"),
+            "local loads LDL": count("LDL"), "local stores STL": count("STL"),
+            "SYNCS (mbarrier)": sum(1 for o in ops if o.startswith("SYNCS")), "UTMALDG (TMA)": count("UTMALDG")}
+
+
+@experiment("hopper.pitfalls",
+            "Rung 5 as built (timed and checked), and what goes wrong without its safeguards: a slot freed "
+            "before its wgmmas finish, descriptors that ignore the TMA's swizzle, a build for sm_90 instead "
+            "of sm_90a, a register cap below the accumulators, and the SASS of the working build.",
+            shape=[4096, 4096, 4096], trials=10, samples=20)
+def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
+    import cupy
+
+    from .hardware import detect
+    from .timing import benchmark
+
+    require_hopper(detect().compute_capability)
+    m, n, k = shape
+    a, b, _, _ = _operands(m, n, k, 61)
+    exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+    r = rung("hgemm_5_persistent")
+    c = _nan_output(m, n)
+    run(r, a, b, c)
+    check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
+    t = benchmark(lambda: run(r, a, b, c), samples, warmup=2)
+    extra = {
+        "release_before_wait": _wrong_outputs(r.kernel, {"HG_RELEASE_BEFORE_WAIT": 1}, a, b, exact, trials),
+        "descriptor_without_swizzle": _wrong_outputs(r.kernel, {"HG_SWIZZLE_DESC": 0}, a, b, exact, trials),
+        "build_for_sm_90": _compile_message("sm_90", ()),
+        "register_cap_below_accumulators": _compile_message(ARCH, ("-DHG_MIN_BLOCKS_NARROW=2",)),
+        "driver_loading_sm_100a": _driver_message(),
+        "sass": _sass_summary(),
+    }
+    return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                                list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), check,
+                                _launch(r, m, n), extra=extra))]
