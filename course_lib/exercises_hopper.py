@@ -1,0 +1,78 @@
+"""Notebook 10's exercise checks: a wgmma descriptor written by hand, a setmaxnreg plan, and which
+ablation a measurement shows costing the most."""
+from __future__ import annotations
+
+from . import hopper
+from .exercises import Verdict
+
+# Addresses a K-major, 1024-aligned tile and its k16 steps (+32 bytes) can start at.
+DESCRIPTOR_PROBES = (0x0, 0x400, 0x8020, 0x10040, 0x2A060, 0x3FC00)
+
+
+def check_descriptor(fn) -> Verdict:
+    """Exercise: ``fn(address)`` returns the 64-bit descriptor of a K-major, 128-byte swizzled tile
+    at that shared-memory address (8-row groups 1,024 bytes apart)."""
+    if fn is None:
+        return Verdict("Not answered yet: write the function and pass it in.", False)
+    for addr in DESCRIPTOR_PROBES:
+        want = hopper.smem_descriptor(addr)
+        try:
+            got = fn(addr)
+        except Exception as exc:  # noqa: BLE001  (a learner's function may fail any way)
+            return Verdict(f"Your function raised {type(exc).__name__}: {exc} for address {addr:#x}.", False)
+        if not isinstance(got, int) or got != want:
+            have = hopper.decode_descriptor(got) if isinstance(got, int) and 0 <= got < 1 << 64 else got
+            return Verdict(f"Not quite at address {addr:#x}: expected {want:#018x} "
+                           f"({hopper.decode_descriptor(want)}), got {have}.", False)
+    return Verdict(f"Correct for all {len(DESCRIPTOR_PROBES)} addresses: start / 16 in bits 0-13, 1 in the "
+                   "leading offset, 1024 / 16 = 64 in the stride offset, mode 1 (128-byte) in bits 62-63.", True)
+
+
+def best_consumer_registers(consumer_warpgroups: int = 2, producer_regs: int = 24) -> int:
+    """The most registers setmaxnreg can give each consumer thread with one producer warpgroup at
+    ``producer_regs``."""
+    best = 0
+    for regs in range(hopper.SETMAXNREG_RANGE[0], hopper.SETMAXNREG_RANGE[1] + 1, 8):
+        if hopper.register_plan(producer_regs, regs, consumer_warpgroups).fits:
+            best = regs
+    return best
+
+
+def check_register_plan(producer_regs, consumer_regs) -> Verdict:
+    """Exercise: setmaxnreg counts for one producer and two consumer warpgroups that fit the SM's
+    65,536 registers and give the consumers as many as possible."""
+    if producer_regs is None or consumer_regs is None:
+        return Verdict("Not answered yet: give both counts.", False)
+    try:
+        plan = hopper.register_plan(producer_regs, consumer_regs)
+    except ValueError as exc:
+        return Verdict(str(exc), False)
+    if not plan.fits:
+        return Verdict(f"{plan.total:,} registers: more than the SM's {hopper.REGISTER_FILE:,}, so the block "
+                       "could never be resident.", False)
+    best = best_consumer_registers(2, producer_regs)
+    if consumer_regs < best:
+        return Verdict(f"It fits ({plan.total:,} registers), but the consumers could have {best} each.", False)
+    if producer_regs > hopper.SETMAXNREG_RANGE[0]:
+        return Verdict(f"It fits ({plan.total:,}), but a producer that only issues copies needs few registers: "
+                       f"with {hopper.SETMAXNREG_RANGE[0]} the consumers could have "
+                       f"{best_consumer_registers(2, hopper.SETMAXNREG_RANGE[0])}.", False)
+    return Verdict(f"Correct: 128 × {producer_regs} + 256 × {consumer_regs} = {plan.total:,} ≤ 65,536; every "
+                   f"thread starts at {plan.launch_regs} and setmaxnreg moves the rest.", True)
+
+
+def check_costliest(result, shape_label: str, answer) -> Verdict:
+    """Exercise: the ablation (of ``hopper.ablations``) that slowed its kernel the most at a shape."""
+    from .lab_hopper import ablation_rows
+
+    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["vs as built %"] is not None]
+    if not rows:
+        return Verdict(f"{result.experiment} has no ablations at {shape_label}.", False)
+    names = [r["variant"] for r in rows]
+    if answer not in names:
+        return Verdict(f"Answer with one of: {'; '.join(names)}.", False)
+    worst = max(rows, key=lambda r: r["vs as built %"])
+    picked = next(r for r in rows if r["variant"] == answer)
+    told = (f"{worst['variant']}: {worst['vs as built %']:+.1f}% ({result.provenance}); "
+            f"yours, {answer}: {picked['vs as built %']:+.1f}%.")
+    return Verdict(f"Correct. {told}" if picked is worst else f"Not this one. {told}", picked is worst)
