@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import cuda
 from .evidence import Case
 from .experiments import check_close, experiment, launch_record, require_passed
+from .lab_pipeline import racecheck_summary
 from .lab_gemm import (_random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel, defines_to_options,
                        encode_tensor_map, macros, to_bf16_bits)
 from .smoke import covers
@@ -591,6 +592,10 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
         "register_cap_below_accumulators": _compile_message(ARCH, ("-DHG_MIN_BLOCKS_NARROW=2",)),
         "driver_loading_sm_100a": _driver_message(),
         "sass": _sass_summary(),
+        "racecheck_release_before_wait": racecheck_summary(
+            "from course_lib import lab_hopper as hg; import cupy\n"
+            "a, b, _, _ = hg._operands(256, 512, 320, 71); c = hg._nan_output(256, 512)\n"
+            "hg.run('hgemm_5_persistent', a, b, c, {'HG_RELEASE_BEFORE_WAIT': 1}); cupy.cuda.Device().synchronize()"),
     }
     return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
                                 list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), check,
@@ -785,3 +790,18 @@ def edges_rows(result) -> list[dict]:
                                                         if c.check["passed"] else "✘")
         rows.append(row)
     return rows
+
+
+def measure(name: str, **params):
+    """``experiments.run``, except that live on a GPU without wgmma (compute capability other than 9.0)
+    the H200's record is replayed, and the notebook says so."""
+    from . import experiments, runtime
+    from .hardware import detect
+
+    if runtime.mode() == "live":
+        info = detect()
+        if str(info.compute_capability) != HOPPER_CC:
+            print(f"{info.name} (compute capability {info.compute_capability}) has no wgmma: showing the "
+                  f"NVIDIA H200's record of {name} instead of measuring.")
+            return experiments.replay(name, experiments.resolve_params(name, **params), "h200")
+    return experiments.run(name, **params)

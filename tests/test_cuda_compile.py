@@ -5,14 +5,16 @@ from course_lib import cuda
 
 TARGETS = [*cuda.COMPILE_TEST_ARCHS, "sm_90a"]
 KERNELS = [(f, k) for f in cuda.families() for k in cuda.kernel_names(f)]
+# Each family on each architecture it is built for: every one the course tests, or the one its first
+# line names (hopper_gemm: wgmma and setmaxnreg exist on sm_90a only).
+BUILDS = [(f, a) for f in cuda.families() for a in cuda.family_archs(f)]
 
 
 def test_there_are_kernels():
     assert ("elementwise", "vector_add") in KERNELS and ("elementwise", "copy_vec4") in KERNELS
 
 
-@pytest.mark.parametrize("arch", TARGETS)
-@pytest.mark.parametrize("family", cuda.families())
+@pytest.mark.parametrize("family,arch", BUILDS)
 def test_family_compiles_and_reports_resources(family, arch):
     compiled = cuda.compile_family(family, arch)
     assert compiled.cubin[:4] == b"\x7fELF"
@@ -65,3 +67,35 @@ def test_real_shared_memory_is_reported():
         x[threadIdx.x] = tile[1023 - threadIdx.x]; }'''
     _, log = cuda.compile_source(code, "sm_90", "smem.cu", use_cache=False)
     assert cuda.parse_ptxas_report(log, "sm_90")["k"].static_smem_bytes == 4096
+
+
+def test_only_hopper_gemm_is_built_for_one_architecture():
+    assert cuda.family_archs("hopper_gemm") == ("sm_90a",)
+    assert cuda.family_archs("gemm_bf16") == tuple(TARGETS)
+
+
+def test_hopper_gemm_for_plain_sm_90_is_refused_by_ptxas_with_its_reason():
+    with pytest.raises(cuda.CompileError, match=r"wgmma\.\w+' not supported on \.target 'sm_90'"):
+        cuda.compile_source(cuda.source("hopper_gemm"), "sm_90", "hopper_gemm.cu", use_cache=False)
+
+
+def test_a_gpu_of_sm_90_builds_the_sm_90a_only_family_for_sm_90a():
+    assert cuda.arch_for("hopper_gemm", "sm_90") == "sm_90a"
+    assert cuda.arch_for("gemm_bf16", "sm_90") == "sm_90"
+    assert cuda.arch_for("hopper_gemm", "sm_80") == "sm_80"   # and then fails to compile, saying why
+
+
+def test_headers_are_pasted_in_with_line_marks_so_errors_name_the_right_line():
+    src = cuda.source("hopper_gemm")
+    assert not any(ln.startswith('#include "') for ln in src.splitlines())
+    assert "mbar_wait" in src and "wgmma_m64n256" in src
+    lines = src.splitlines()
+    mark = next(i for i, ln in enumerate(lines) if ln.startswith('#line') and 'hopper_gemm.cu' in ln)
+    number = int(lines[mark].split()[1])
+    original = (cuda.KERNEL_DIR / "hopper_gemm.cu").read_text().splitlines()
+    assert lines[mark + 1] == original[number - 1]   # the line after the mark is that line of the .cu file
+
+
+def test_a_missing_header_is_named():
+    with pytest.raises(FileNotFoundError, match="nothing.cuh"):
+        cuda._paste_headers('#include "nothing.cuh"\n', "x.cu")

@@ -1,0 +1,32 @@
+"""On a Hopper GPU only (COURSE_MODE=live, compute capability 9.0): notebook 10's kernels against
+float64 at edge shapes, a K that is not a multiple of 8 refused, and the ceilings' exact sums."""
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+if os.environ.get("COURSE_MODE") != "live":
+    pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hopper():
+    from course_lib.hardware import detect
+
+    if str(detect().compute_capability) != "9.0":
+        pytest.skip("notebook 10's kernels need compute capability 9.0")
+
+
+def test_every_rung_is_correct_at_edge_shapes():
+    from course_lib import lab_hopper
+
+    lab_hopper.hopper_smoke()
+    lab_hopper.ceiling_smoke()
+
+
+def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():
+    from course_lib import lab_hopper
+
+    a, b, _, _ = lab_hopper._operands(64, 64, 20, 1)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        lab_hopper.run(1, a, b, lab_hopper._nan_output(64, 64))

@@ -1,0 +1,195 @@
+"""Notebook 10's pieces that need no GPU: the descriptor and swizzle models (held to the kernel's
+own arithmetic), setmaxnreg's budget, the rungs' launch contracts, the recorded results against the
+course's targets, and the exercise checks (right answers pass, wrong ones are told why)."""
+import re
+
+import pytest
+
+from course_lib import cuda, experiments, hopper, lab_hopper
+from course_lib.exercises_hopper import best_consumer_registers, check_costliest, check_descriptor, check_register_plan
+
+
+def kernel_descriptor(address: int) -> int:
+    """smem_desc of hopper_gemm.cu, evaluated the way the kernel writes it (default macros)."""
+    return ((address & 0x3FFFF) >> 4) | ((16 >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
+
+
+def test_the_kernels_descriptor_is_the_models():
+    src = cuda.source("hopper_gemm")
+    assert "(u64)((addr & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32)" in src
+    for addr in (0, 1024, 4096 + 32, 0x3FFF0):
+        assert hopper.smem_descriptor(addr) == kernel_descriptor(addr)
+
+
+def test_descriptor_fields_round_trip_and_bad_ones_are_refused():
+    d = hopper.smem_descriptor(0x8020)
+    assert d == 0x4000004000010802
+    assert hopper.decode_descriptor(d) == {"start address": 0x8020, "leading byte offset": 16,
+                                           "stride byte offset": 1024, "base offset": 0, "swizzle": "128B"}
+    assert hopper.decode_descriptor(hopper.smem_descriptor(0, swizzle="none"))["swizzle"] == "none"
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        hopper.smem_descriptor(8)
+    with pytest.raises(ValueError, match="below 256 KiB"):
+        hopper.smem_descriptor(1 << 18)
+    with pytest.raises(ValueError, match="swizzle"):
+        hopper.smem_descriptor(0, swizzle="256B")
+
+
+def test_swizzle_is_a_permutation_of_each_row_repeating_every_8_rows():
+    for r in range(16):
+        assert sorted(hopper.swizzled_chunk(r, c) for c in range(8)) == list(range(8))
+        assert [hopper.swizzled_chunk(r, c) for c in range(8)] == [hopper.swizzled_chunk(r + 8, c) for c in range(8)]
+    # the eight rows of one k16 step (chunk 0) land in eight different 16-byte bank groups
+    assert len({hopper.swizzled_offset(r, 0) % 128 for r in range(8)}) == 8
+    assert hopper.swizzled_offset(3, 9) == 3 * 128 + (1 ^ 3) * 16 + 2
+    with pytest.raises(ValueError, match="128-byte row"):
+        hopper.swizzled_offset(0, 64)
+
+
+def test_register_plans_and_the_launch_share():
+    plan = hopper.register_plan(40, 232)
+    assert plan.total == 64512 and plan.fits and plan.launch_regs == 168
+    assert not hopper.register_plan(24, 248).fits
+    assert best_consumer_registers() == 240
+    assert hopper.accumulator_registers(64, 256) == 128
+    with pytest.raises(ValueError, match="multiple of 8"):
+        hopper.register_plan(20, 232)
+    with pytest.raises(ValueError, match="evenly"):
+        hopper.accumulator_registers(3, 5)
+
+
+def test_rung_5s_launch_share_is_what_ptxas_reports():
+    res = cuda.compile_family("hopper_gemm", "sm_90a").resources
+    assert res["hgemm_5_persistent"].registers == hopper.register_plan(40, 232).launch_regs
+    assert all(not r.spills for r in res.values())
+
+
+def test_tensor_memory_model():
+    assert hopper.TMEM_BYTES == 256 * 1024
+    assert hopper.tmem_accumulators(128, 256) == 2 and hopper.tmem_accumulators(64, 256) == 4
+    assert hopper.accumulator_share_of_registers(128, 256) == 0.5
+    with pytest.raises(ValueError, match="M = 64 or 128"):
+        hopper.tmem_accumulators(256, 256)
+
+
+def test_each_rungs_shared_memory_matches_its_launch_contract():
+    numbers = {r.kernel: r for r in lab_hopper.RUNGS}
+    assert lab_hopper.smem_bytes(numbers["hgemm_1_tma_wgmma"]) == 33800
+    assert lab_hopper.smem_bytes(numbers["hgemm_4_wide"]) == 197696
+    src = cuda.kernel_source("hopper_gemm", "hgemm_1_tma_wgmma")
+    assert "33,800 bytes" in src and "197,696" in cuda.kernel_source("hopper_gemm", "hgemm_4_wide")
+    d = lab_hopper.hg_macros()
+    assert lab_hopper.smem_bytes(numbers["hgemm_2_ring"]) == 1024 + d["HG_RING_STAGES"] * (32768 + 16)
+    for r in lab_hopper.RUNGS:   # the block size each launch uses is the one __launch_bounds__ allows
+        bounds = re.search(r"__launch_bounds__\((\d+)", cuda.kernel_source("hopper_gemm", r.kernel)).group(1)
+        assert int(bounds) == r.threads
+
+
+def test_geometry_is_one_block_per_tile_or_one_per_sm():
+    r1, r5 = lab_hopper.rung(1), lab_hopper.rung(5)
+    assert lab_hopper.geometry(r1, 129, 257, 132)[0] == (2 * 3,)
+    assert lab_hopper.geometry(r5, 4096, 4096, 132)[0] == (132,)
+    assert lab_hopper.geometry(r5, 100, 100, 132)[0] == (1,)
+    with pytest.raises(KeyError, match="the ladder has"):
+        lab_hopper.rung(6)
+
+
+def test_bad_k_and_wrong_gpu_are_refused_in_words():
+    with pytest.raises(ValueError, match="multiple of 8. Pad K with zeros to 24"):
+        lab_hopper.require_k(20)
+    with pytest.raises(ValueError, match="positive multiple of 8"):
+        lab_hopper.require_k(0)
+    lab_hopper.require_k(8)
+    with pytest.raises(RuntimeError, match="compute capability 9.0.*this GPU is 8.0"):
+        lab_hopper.require_hopper("8.0")
+    with pytest.raises(RuntimeError, match="this GPU is 10.0"):
+        lab_hopper.require_hopper("10.0")
+
+
+def test_every_rung_is_shown_as_a_diff_of_the_last():
+    assert lab_hopper.rung_diff(1).lstrip().startswith("// Rung 1.")
+    for n in range(2, 6):
+        diff = lab_hopper.rung_diff(n)
+        assert diff.startswith(f"--- {lab_hopper.rung(n - 1).kernel}\n+++ {lab_hopper.rung(n).kernel}")
+    assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
+    assert "tile_origin" in lab_hopper.rung_diff(5)
+    helpers = lab_hopper.helper_source("produce_tile", "consume_tile", "release")
+    assert "mbar_wait(sl.empty(ring.slot), ring.phase ^ 1)" in helpers and helpers.count("__device__") == 3
+
+
+def test_ceiling_sums_and_flops():
+    assert lab_hopper.ceiling_sum("wgmma", 256, 4096) == -2 ** 25
+    assert lab_hopper.ceiling_sum("mma.sync", 0, 10) == -5120
+    assert lab_hopper.ceiling_flop("wgmma", 256, 1, 128, 1) == 4 * 2 * 64 * 256 * 16
+    assert lab_hopper.ceiling_flop("mma.sync", 0, 1, 32, 1) == 8 * 4096
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    names = ("ladder", "edges", "ceilings", "ablations", "pitfalls", "profile")
+    return {n: experiments.replay(f"hopper.{n}", experiments.resolve_params(f"hopper.{n}"), "h200") for n in names}
+
+
+def test_recorded_best_rung_reaches_the_target_at_4096_and_8192(recorded):
+    for shape in ([4096, 4096, 4096], [8192, 8192, 8192]):
+        kernel, pct = lab_hopper.best_rung_percent(recorded["ladder"], shape)
+        assert kernel == "hgemm_5_persistent" and pct >= 80
+
+
+def test_recorded_ladder_covers_every_rung_and_shape_and_checks_passed(recorded):
+    rows = lab_hopper.ladder_rows(recorded["ladder"])
+    assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "cuBLAS"]
+    assert len(rows[0]) == 1 + 2 * 4
+    assert all(c.check["passed"] for res in recorded.values() for c in res.cases)
+
+
+def test_recorded_edges_cover_every_rung_at_every_shape(recorded):
+    rows = lab_hopper.edges_rows(recorded["edges"])
+    assert len(rows) == 5 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
+    assert all(v.endswith("✔") for r in rows for k, v in r.items() if k != "rung")
+
+
+def test_recorded_ceilings_put_wgmma_above_cublas_above_mma_sync(recorded):
+    w, m = lab_hopper.wgmma_ceiling(recorded["ceilings"]), lab_hopper.mma_sync_ceiling(recorded["ceilings"])
+    lib = max(c.flop_per_s for c in recorded["ladder"].cases if c.kernel.startswith("cublas"))
+    assert m < lib < w
+
+
+def test_recorded_pitfalls_show_the_faults(recorded):
+    x = recorded["pitfalls"].cases[0].extra
+    assert x["release_before_wait"]["wrong_runs"] > 0 and x["descriptor_without_swizzle"]["wrong_runs"] > 0
+    assert "not supported on .target 'sm_90'" in x["build_for_sm_90"]
+    assert "C7602" in x["register_cap_below_accumulators"]
+    assert "NO_BINARY_FOR_GPU" in x["driver_loading_sm_100a"]
+    assert x["sass"]["local loads LDL"] == 0 and x["sass"]["HGMMA"] > 0
+    assert any("RACECHECK SUMMARY" in ln for ln in x["racecheck_release_before_wait"]["lines"])
+
+
+def test_recorded_profile_has_every_rung_and_cublas(recorded):
+    rows = lab_hopper.profile_rows(recorded["profile"])
+    assert [r["kernel"] for r in rows][1:] == lab_hopper.RUNG_KERNELS and rows[0]["kernel"].startswith("cuBLAS")
+    assert all(0 < r["tensor pipe active %"] <= 100 for r in rows)
+
+
+def test_ablation_rows_compare_each_variant_with_its_own_build(recorded):
+    rows = lab_hopper.ablation_rows(recorded["ablations"])
+    as_built = [r for r in rows if r["vs as built %"] is None]
+    assert {r["variant"] for r in as_built} == {v for v, spec in lab_hopper.ABLATIONS.items() if spec[1:] == ({}, 0)}
+    held = next(r for r in rows if r["variant"] == "rung 1 held to one block per SM" and r["shape"].startswith("4096"))
+    assert held["vs as built %"] > 50
+
+
+def test_exercise_checks(recorded):
+    assert check_descriptor(kernel_descriptor).correct
+    assert not check_descriptor(lambda a: kernel_descriptor(a) & ~(3 << 62)).correct   # swizzle bits left out
+    assert "raised" in check_descriptor(lambda a: 1 / 0)
+    assert not check_descriptor(None).correct
+    assert check_register_plan(24, 240).correct
+    assert not check_register_plan(24, 248).correct          # does not fit
+    assert "could have 240" in check_register_plan(24, 232)
+    assert "few registers" in check_register_plan(40, 232)
+    assert "multiple of 8" in check_register_plan(20, 240)
+    shape = "4096×4096×4096"
+    assert check_costliest(recorded["ablations"], shape, "rung 1 held to one block per SM").correct
+    assert not check_costliest(recorded["ablations"], shape, "no setmaxnreg").correct
+    assert "Answer with one of" in check_costliest(recorded["ablations"], shape, "something else")
