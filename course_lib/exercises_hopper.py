@@ -65,14 +65,14 @@ def check_costliest(result, shape_label: str, answer) -> Verdict:
     """Exercise: the ablation (of ``hopper.ablations``) that slowed its kernel the most at a shape."""
     from .lab_hopper import ablation_rows
 
-    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["vs as built %"] is not None]
+    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["time change %"] is not None]
     if not rows:
         return Verdict(f"{result.experiment} has no ablations at {shape_label}.", False)
     names = [r["variant"] for r in rows]
     if answer not in names:
         return Verdict(f"Answer with one of: {'; '.join(names)}.", False)
-    worst = max(rows, key=lambda r: r["vs as built %"])
+    worst = max(rows, key=lambda r: r["time change %"])
     picked = next(r for r in rows if r["variant"] == answer)
-    told = (f"{worst['variant']}: {worst['vs as built %']:+.1f}% ({result.provenance}); "
-            f"yours, {answer}: {picked['vs as built %']:+.1f}%.")
+    told = (f"{worst['variant']}: {worst['time change %']:+.1f}% ({result.provenance}); "
+            f"yours, {answer}: {picked['time change %']:+.1f}%.")
     return Verdict(f"Correct. {told}" if picked is worst else f"Not this one. {told}", picked is worst)

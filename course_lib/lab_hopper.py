@@ -37,6 +37,12 @@ class Rung:
     slots: str                     # "one" or "ring" (HG_STAGES)
     consumers: int                 # warpgroups issuing wgmma
     persistent: bool = False
+    cluster: int = 1               # blocks per cluster (2: the B tile is shared, half fetched by each)
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B one TMA copy brings: the whole B tile, or this block's share of it."""
+        return self.tile[1] // self.cluster
 
 
 RUNGS: tuple[Rung, ...] = (
@@ -60,6 +66,10 @@ RUNGS: tuple[Rung, ...] = (
          "one block per SM walks the tiles in bands of HG_GROUP_M tile rows; the next tile's copies "
          "overlap the last tile's stores",
          (128, 256), 384, "ring", 2, True),
+    Rung(6, "hgemm_6_cluster", "clusters of 2, TMA multicast",
+         "clusters of two blocks on vertically adjacent tiles share their B tile: each block's TMA "
+         "fetches half of it and multicasts it into both; a slot is freed by the consumers of both",
+         (128, 256), 384, "ring", 2, True, 2),
 )
 RUNG_KERNELS = [r.kernel for r in RUNGS]
 
@@ -90,10 +100,18 @@ def output_tiles(r: Rung, m: int, n: int) -> int:
     return -(-m // bm) * -(-n // bn)
 
 
-def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None):
-    """(grid, block, dynamic shared bytes): one block per output tile, or one per SM (persistent)."""
+def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None,
+             blocks: int | None = None):
+    """(grid, block, dynamic shared bytes): one block per output tile, or (persistent) one per SM, or
+    ``blocks``; a clustered rung takes pairs of vertically adjacent tiles, one cluster of 2 per pair."""
+    if r.cluster > 1:
+        bm, bn = r.tile
+        pairs = -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
+        clusters = min((blocks or sm_count) // r.cluster, pairs)
+        return (clusters * r.cluster,), (r.threads,), smem_bytes(r, defines)
     tiles = output_tiles(r, m, n)
-    return (min(tiles, sm_count) if r.persistent else tiles,), (r.threads,), smem_bytes(r, defines)
+    grid = min(tiles, blocks or sm_count) if r.persistent else tiles
+    return (grid,), (r.threads,), smem_bytes(r, defines)
 
 
 def require_hopper(compute_capability) -> None:
@@ -146,10 +164,11 @@ def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
 
 
 def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
-        smem_bytes_at_least: int = 0) -> None:
+        smem_bytes_at_least: int = 0, blocks: int | None = None) -> None:
     """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
     ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
-    blocks fit on an SM (the residency comparison of rungs 1 and 2)."""
+    blocks fit on an SM (the residency comparison of rungs 1 and 2); ``blocks`` sets a persistent
+    rung's grid (default: one block per SM)."""
     import numpy as np
 
     r = r if isinstance(r, Rung) else rung(r)
@@ -157,12 +176,12 @@ def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | N
     if b_bits.shape[1] != k or c_bits.shape != (m, n):
         raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
     require_k(k)
-    grid, block, smem = geometry(r, m, n, _sm_count(), defines)
+    grid, block, smem = geometry(r, m, n, _sm_count(), defines, blocks)
     smem = max(smem, smem_bytes_at_least)
     fn = fn or kernel_function(r.kernel, defines_to_options(defines))
     if fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem
-    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.tile[1])
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows)
     fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
 
 
@@ -335,21 +354,30 @@ def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: 
     return cases
 
 
-# Each is a rung with one thing changed: (kernel, defines, shared bytes to launch with at least).
+# Each is a rung with one thing changed: (kernel, defines, shared bytes to launch with at least), and
+# the variant it is compared with (None: the same kernel as built).
 ABLATIONS = {
-    "rung 5 as built": ("hgemm_5_persistent", {}, 0),
-    "every consumer thread arrives on empty": ("hgemm_5_persistent", {"HG_ELECTED_ARRIVE": 0}, 0),
-    "no setmaxnreg": ("hgemm_5_persistent", {"HG_SETMAXNREG": 0}, 0),
-    "row-by-row tile order (HG_GROUP_M 1)": ("hgemm_5_persistent", {"HG_GROUP_M": 1}, 0),
-    "3 slots instead of 4": ("hgemm_5_persistent", {"HG_STAGES": 3}, 0),
-    "rung 4 as built": ("hgemm_4_wide", {}, 0),
-    "rung 4 without setmaxnreg": ("hgemm_4_wide", {"HG_SETMAXNREG": 0}, 0),
-    "rung 2 as built (3 slots, two blocks per SM)": ("hgemm_2_ring", {}, 0),
-    "rung 2 with 4 slots (one block per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 4}, 0),
-    "rung 2 with 2 slots (three blocks per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 2}, 0),
-    "rung 1 as built (three blocks per SM)": ("hgemm_1_tma_wgmma", {}, 0),
-    "rung 1 held to one block per SM": ("hgemm_1_tma_wgmma", {}, 120 * 1024),
+    "rung 5 as built": ("hgemm_5_persistent", {}, 0, None),
+    "every consumer thread arrives on empty": ("hgemm_5_persistent", {"HG_ELECTED_ARRIVE": 0}, 0, None),
+    "no setmaxnreg": ("hgemm_5_persistent", {"HG_SETMAXNREG": 0}, 0, None),
+    "row-by-row tile order (HG_GROUP_M 1)": ("hgemm_5_persistent", {"HG_GROUP_M": 1}, 0, None),
+    "3 slots instead of 4": ("hgemm_5_persistent", {"HG_STAGES": 3}, 0, None),
+    "clusters of 2 with multicast (rung 6)": ("hgemm_6_cluster", {}, 0, "rung 5 as built"),
+    "rung 6 with 3 slots": ("hgemm_6_cluster", {"HG_STAGES": 3}, 0, "clusters of 2 with multicast (rung 6)"),
+    "rung 4 as built": ("hgemm_4_wide", {}, 0, None),
+    "rung 4 without setmaxnreg": ("hgemm_4_wide", {"HG_SETMAXNREG": 0}, 0, None),
+    "rung 2 as built (3 slots, two blocks per SM)": ("hgemm_2_ring", {}, 0, None),
+    "rung 2 with 4 slots (one block per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 4}, 0, None),
+    "rung 2 with 2 slots (three blocks per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 2}, 0, None),
+    "rung 1 as built (three blocks per SM)": ("hgemm_1_tma_wgmma", {}, 0, None),
+    "rung 1 held to one block per SM": ("hgemm_1_tma_wgmma", {}, 120 * 1024, None),
 }
+
+
+def ablation_base(variant: str) -> str:
+    """The variant an ablation is measured against: the one named, or its kernel as built."""
+    kernel, _, _, base = ABLATIONS[variant]
+    return base or next(v for v, spec in ABLATIONS.items() if spec[:3] == (kernel, {}, 0))
 
 
 @experiment("hopper.ablations",
@@ -370,7 +398,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         a, b, ta, tb = _operands(m, n, k, 31)
         ref = _cupy(torch.mm(ta, tb.t()).float())
         outs, checks = {}, {}
-        for name, (kernel, defines, smem) in wanted:
+        for name, (kernel, defines, smem, _) in wanted:
             outs[name] = _nan_output(m, n)
             run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
             checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
@@ -381,7 +409,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
             flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
-        for (name, (kernel, defines, smem)), t in zip(wanted, t_var):
+        for (name, (kernel, defines, smem, _)), t in zip(wanted, t_var):
             launch = _launch(rung(kernel), m, n, defines)
             launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
             cases.append(require_passed(Case(
@@ -754,18 +782,18 @@ def profile_rows(result, top: int = 3) -> list[dict]:
 
 
 def ablation_rows(result) -> list[dict]:
-    """Each variant against the build it changes, in the same run: time, and the change in %."""
+    """Each variant against the build it changes (or the rung it is compared with), in the same run:
+    time, and the change in %."""
     rows = []
     for shape in _by_shape(result):
         lib = _cublas(result, shape)
-        cases = [c for c in result.cases if c.params.get("variant") and c.params["shapes"] == shape]
-        for c in cases:
-            name = c.params["variant"]
-            base_kernel = ABLATIONS[name][0]
-            base = next((b for b in cases if ABLATIONS[b.params["variant"]] == (base_kernel, {}, 0)), None)
+        cases = {c.params["variant"]: c for c in result.cases if c.params.get("variant") and c.params["shapes"] == shape}
+        for name, c in cases.items():
+            base = cases.get(ablation_base(name))
             rows.append({"shape": shape_label(*shape), "variant": name, "time µs": c.median_s * 1e6,
                          "TFLOP/s": c.flop_per_s / 1e12, "% cuBLAS": 100 * c.flop_per_s / lib.flop_per_s,
-                         "vs as built %": 100 * (c.median_s / base.median_s - 1) if base and base is not c else None})
+                         "compared with": ablation_base(name) if base is not c else "—",
+                         "time change %": 100 * (c.median_s / base.median_s - 1) if base and base is not c else None})
     return rows
 
 

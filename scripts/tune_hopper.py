@@ -38,14 +38,12 @@ def check() -> None:
             print(f"{r.kernel:22s} {m}x{n}x{k}: max err / max|C| = {err:.2e} {'ok' if err < 2 ** -7 else 'WRONG'}")
 
 
-# (kernel, defines, shared bytes to launch with at least): the last holds a rung to fewer blocks per SM.
+# (kernel, defines, blocks of a persistent grid, or None for one per SM).
 VARIANTS = [
-    ("hgemm_1_tma_wgmma", {}, 0), ("hgemm_1_tma_wgmma", {}, 120 * 1024), ("hgemm_2_ring", {}, 0),
-    ("hgemm_2_ring", {"HG_STAGES": 2}, 0), ("hgemm_2_ring", {"HG_STAGES": 3}, 0),
-    ("hgemm_3_specialized", {}, 0), ("hgemm_3_specialized", {"HG_MMA_IN_FLIGHT": 1}, 0),
-    ("hgemm_4_wide", {}, 0), ("hgemm_4_wide", {"HG_MMA_IN_FLIGHT": 1}, 0),
-    ("hgemm_5_persistent", {}, 0), ("hgemm_5_persistent", {"HG_MMA_IN_FLIGHT": 1}, 0),
-    ("hgemm_5_persistent", {"HG_MMA_IN_FLIGHT": 1, "HG_STAGES": 3}, 0),
+    ("hgemm_4_wide", {}, None), ("hgemm_5_persistent", {}, None), ("hgemm_5_persistent", {}, 128),
+    ("hgemm_6_cluster", {}, None), ("hgemm_6_cluster", {}, 128), ("hgemm_6_cluster", {}, 120),
+    ("hgemm_6_cluster", {"HG_GROUP_M": 16}, None), ("hgemm_6_cluster", {"HG_STAGES": 3}, None),
+    ("hgemm_6_cluster", {"HG_ELECTED_ARRIVE": 0}, None),
 ]
 
 
@@ -59,9 +57,9 @@ def time() -> None:
         outs = [hg._nan_output(m, n) for _ in VARIANTS]
         ref = torch.mm(ta, tb.t()).float()
         for (kernel, d, smem), c in zip(VARIANTS, outs):
-            hg.run(kernel, a, b, c, d, smem_bytes_at_least=smem)
+            hg.run(kernel, a, b, c, d, blocks=smem)
         calls = [lambda: torch.mm(ta, tb.t())] + [
-            lambda v=v, c=c: hg.run(v[0], a, b, c, v[1], smem_bytes_at_least=v[2]) for v, c in zip(VARIANTS, outs)]
+            lambda v=v, c=c: hg.run(v[0], a, b, c, v[1], blocks=v[2]) for v, c in zip(VARIANTS, outs)]
         times = benchmark_interleaved(calls, 20)
         flop = 2.0 * m * n * k
         lib = times[0].median_s
@@ -69,7 +67,7 @@ def time() -> None:
         for (kernel, d, smem), t, c in zip(VARIANTS, times[1:], outs):
             got = torch.as_tensor(bf16_bits_to_float32(c), device="cuda")
             err = float((got - ref).abs().max() / ref.abs().max())
-            print(f"{kernel:20s} {str(d) + (f' smem {smem}' if smem else ''):36s} {t.median_s * 1e6:9.1f} us {flop / t.median_s / 1e12:6.0f} TFLOP/s "
+            print(f"{kernel:20s} {str(d) + (f' {smem} blocks' if smem else ''):36s} {t.median_s * 1e6:9.1f} us {flop / t.median_s / 1e12:6.0f} TFLOP/s "
                   f"{100 * lib / t.median_s:5.1f}% of cuBLAS  err {err:.1e}")
 
 

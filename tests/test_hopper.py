@@ -173,10 +173,11 @@ def test_recorded_profile_has_every_rung_and_cublas(recorded):
 
 def test_ablation_rows_compare_each_variant_with_its_own_build(recorded):
     rows = lab_hopper.ablation_rows(recorded["ablations"])
-    as_built = [r for r in rows if r["vs as built %"] is None]
-    assert {r["variant"] for r in as_built} == {v for v, spec in lab_hopper.ABLATIONS.items() if spec[1:] == ({}, 0)}
+    as_built = [r for r in rows if r["time change %"] is None]
+    assert {r["variant"] for r in as_built} == {v for v, spec in lab_hopper.ABLATIONS.items() if spec[1:] == ({}, 0, None)}
     held = next(r for r in rows if r["variant"] == "rung 1 held to one block per SM" and r["shape"].startswith("4096"))
-    assert held["vs as built %"] > 50
+    assert held["time change %"] > 50 and held["compared with"] == "rung 1 as built (three blocks per SM)"
+    assert lab_hopper.ablation_base("clusters of 2 with multicast (rung 6)") == "rung 5 as built"
 
 
 def test_exercise_checks(recorded):

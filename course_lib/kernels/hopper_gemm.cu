@@ -19,6 +19,8 @@
 //                        registers back so the consumers can hold 128 accumulators each
 //   hgemm_5_persistent   one block per SM loops over tiles in an L2-friendly grouped order; the
 //                        producer loads the next tile while the consumers store the last
+//   hgemm_6_cluster      clusters of two blocks on vertically adjacent tiles, which share their B
+//                        tile: each block's TMA fetches half of it and multicasts it to both
 //
 // Every mbarrier wait gives up after ASYNC_WAIT_NS with a trap (async_copy.cuh): a wrong parity or
 // byte count fails the launch instead of hanging it.
@@ -219,22 +221,35 @@ __device__ __forceinline__ void release(u32 empty_bar) {
 }
 #define HG_EMPTY_ARRIVALS(consumer_warpgroups) ((consumer_warpgroups) * (HG_ELECTED_ARRIVE ? 1 : 128))
 
+// The same for rung 6, whose slots are refilled by both blocks of the cluster: the consumers free the
+// slot in their own block and in the other one.
+__device__ __forceinline__ void release_in_cluster(u32 empty_bar, u32 other_cta) {
+    if (!HG_ELECTED_ARRIVE || threadIdx.x % 128 == 0) {
+        mbar_arrive(empty_bar);
+        mbar_arrive_cluster(empty_bar, other_cta);
+    }
+}
+
 // One consumer warpgroup's K loop over one output tile: wait for each slot to fill, multiply its
 // 64 rows of A by the slot's B, wait for the wgmmas, free the slot.
 template <int BM, int BN, int S>
 __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& ring, float (&d)[BN / 2],
-                                             u32 a_offset, int k_tiles) {
+                                             u32 a_offset, int k_tiles, int other_cta = -1) {
+    auto free_slot = [&](int slot) {
+        if (other_cta < 0) release(sl.empty(slot));
+        else release_in_cluster(sl.empty(slot), (u32)other_cta);
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(sl.full(ring.slot), ring.phase);
         wgmma_fence();
         wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
         wgmma_commit();
 #if HG_RELEASE_BEFORE_WAIT
-        release(sl.empty(ring.slot));   // wrong: the wgmmas may still be reading the slot
+        free_slot(ring.slot);   // wrong: the wgmmas may still be reading the slot
         wgmma_wait<0>();
 #else
         wgmma_wait<0>();
-        release(sl.empty(ring.slot));
+        free_slot(ring.slot);
 #endif
         accumulators_ready(d);
         ring.advance(S);
@@ -411,6 +426,68 @@ extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void hgemm_5_pe
             store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
         }
     }
+}
+
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// Every thread of both blocks: nothing after it starts before everything before it, in either block.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// Rung 6. Launch: grid (2 * min(SMs / 2, tile pairs)), block (384), clusters of 2 (fixed here by
+// __cluster_dims__), dynamic shared memory as rung 4. maps: A as before; B with boxes {64, 128}, half
+// a B tile. Cluster c takes tile pairs c, c + gridDim.x / 2, ...: a pair is two vertically adjacent
+// 128x256 tiles, one per block, with the same 256 B rows. Each block loads its own A slice and half
+// of the B slice, multicast into the same slot of both blocks, so a slot is full when 48 KiB have
+// landed from two TMAs, and free when the consumers of both blocks have released it.
+extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void __cluster_dims__(2, 1, 1)
+hgemm_6_cluster(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 256;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
+    const int pair_rows = (grid_m + 1) / 2, pairs = pair_rows * grid_n;
+    const int cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
+    const u32 rank = cluster_rank();
+    init_slots(sl, maps, 2 * HG_EMPTY_ARRIVALS(2));
+    cluster_sync();   // both blocks' barriers exist before either multicasts into, or arrives on, the other's
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    Ring ring;
+    int row0, col0;
+    if (wg == 0) {
+#if HG_SETMAXNREG
+        registers_down<HG_PRODUCER_REGS>();
+#endif
+        if (threadIdx.x == 0)
+            for (int p = cluster; p < pairs; p += clusters) {
+                tile_origin(p, pair_rows, grid_n, (HG_GROUP_M + 1) / 2, 2 * BM, BN, row0, col0);
+                row0 += rank * BM;
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    mbar_wait(sl.empty(ring.slot), ring.phase ^ 1);
+                    mbar_expect_bytes(sl.full(ring.slot), sl.BYTES);   // all of it: A, and both halves of B
+                    tma_load_2d(sl.a(ring.slot), maps, kt * HG_BK, row0, sl.full(ring.slot));
+                    tma_load_2d_multicast(sl.b(ring.slot) + rank * (BN / 2) * 128, maps + 16, kt * HG_BK,
+                                          col0 + rank * (BN / 2), sl.full(ring.slot), 0x3);
+                    ring.advance(HG_STAGES);
+                }
+            }
+    } else {
+#if HG_SETMAXNREG
+        registers_up<HG_CONSUMER_REGS>();
+#endif
+        float d[BN / 2];
+        for (int p = cluster; p < pairs; p += clusters) {
+            tile_origin(p, pair_rows, grid_n, (HG_GROUP_M + 1) / 2, 2 * BM, BN, row0, col0);
+            row0 += rank * BM;   // past M for the second block of a last, half-empty pair: its stores are masked
+            consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles, (int)(rank ^ 1));
+            store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
+        }
+    }
+    cluster_sync();   // neither block exits while the other may still write into its slots or barriers
 }
 
 // ---------------------------------------------------------------------------- instruction ceilings
