@@ -129,7 +129,7 @@ BLACKWELL_SUCCESSORS = (
      "not needed for accumulators; epilogue warps copy TMEM to registers with tcgen05.ld"),
     ("TMA + mbarriers (full/empty ring, expect-tx)",
      "the same TMA and mbarriers"),
-    ("clusters with TMA multicast (not built here)",
+    ("clusters of 2 with TMA multicast (rung 6)",
      "the 2-CTA MMA (cta_group::2): two SMs compute one 256-row tile, each loading half the operands"),
     ("persistent grid with a fixed grouped tile order",
      "cluster launch control: a running block asks the hardware for the next tile to take"),

@@ -86,12 +86,16 @@ def test_each_rungs_shared_memory_matches_its_launch_contract():
 
 
 def test_geometry_is_one_block_per_tile_or_one_per_sm():
-    r1, r5 = lab_hopper.rung(1), lab_hopper.rung(5)
+    r1, r5, r6 = lab_hopper.rung(1), lab_hopper.rung(5), lab_hopper.rung(6)
+    assert lab_hopper.geometry(r6, 4096, 4096, 132)[0] == (132,)            # 66 clusters of 2
+    assert lab_hopper.geometry(r6, 129, 300, 132)[0] == (4,)                # 2 tile pairs (one half empty)
+    assert lab_hopper.geometry(r6, 4096, 4096, 132, blocks=121)[0] == (120,)   # whole clusters only
+    assert r6.b_box_rows == 128 and r5.b_box_rows == 256
     assert lab_hopper.geometry(r1, 129, 257, 132)[0] == (2 * 3,)
     assert lab_hopper.geometry(r5, 4096, 4096, 132)[0] == (132,)
     assert lab_hopper.geometry(r5, 100, 100, 132)[0] == (1,)
     with pytest.raises(KeyError, match="the ladder has"):
-        lab_hopper.rung(6)
+        lab_hopper.rung(7)
 
 
 def test_bad_k_and_wrong_gpu_are_refused_in_words():
@@ -108,11 +112,12 @@ def test_bad_k_and_wrong_gpu_are_refused_in_words():
 
 def test_every_rung_is_shown_as_a_diff_of_the_last():
     assert lab_hopper.rung_diff(1).lstrip().startswith("// Rung 1.")
-    for n in range(2, 6):
+    for n in range(2, 7):
         diff = lab_hopper.rung_diff(n)
         assert diff.startswith(f"--- {lab_hopper.rung(n - 1).kernel}\n+++ {lab_hopper.rung(n).kernel}")
     assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
     assert "tile_origin" in lab_hopper.rung_diff(5)
+    assert "tma_load_2d_multicast" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
     helpers = lab_hopper.helper_source("produce_tile", "consume_tile", "release")
     assert "mbar_wait(sl.empty(ring.slot), ring.phase ^ 1)" in helpers and helpers.count("__device__") == 3
 
@@ -138,14 +143,14 @@ def test_recorded_best_rung_reaches_the_target_at_4096_and_8192(recorded):
 
 def test_recorded_ladder_covers_every_rung_and_shape_and_checks_passed(recorded):
     rows = lab_hopper.ladder_rows(recorded["ladder"])
-    assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "cuBLAS"]
+    assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "6", "cuBLAS"]
     assert len(rows[0]) == 1 + 2 * 4
     assert all(c.check["passed"] for res in recorded.values() for c in res.cases)
 
 
 def test_recorded_edges_cover_every_rung_at_every_shape(recorded):
     rows = lab_hopper.edges_rows(recorded["edges"])
-    assert len(rows) == 5 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
+    assert len(rows) == len(lab_hopper.RUNGS) == 6 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
     assert all(v.endswith("✔") for r in rows for k, v in r.items() if k != "rung")
 
 
