@@ -570,6 +570,33 @@ def _driver_message() -> str:
     return "loaded (unexpected)"
 
 
+def _wrong_byte_count(timeout_s: int = 120) -> dict:
+    """Rung 5 told to expect 16 bytes more per slot than the TMA brings: no slot ever fills. Run in a
+    child process (a trap ends the CUDA context it happens in): how long until the launch fails, and
+    what CUDA says."""
+    import subprocess
+    import sys
+    import time
+
+    from . import profiler
+
+    script = ("from course_lib import lab_hopper as hg; import cupy\n"
+              "a, b, _, _ = hg._operands(256, 512, 320, 81); c = hg._nan_output(256, 512)\n"
+              "hg.kernel_function('hgemm_5_persistent', ('-DHG_EXTRA_EXPECT_BYTES=16',))\n"
+              "import time; t = time.perf_counter()\n"
+              "try:\n    hg.run('hgemm_5_persistent', a, b, c, {'HG_EXTRA_EXPECT_BYTES': 16}); cupy.cuda.Device().synchronize()\n"
+              "except Exception as exc:\n    print(f'after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}')\n")
+    env = {**__import__("os").environ, "PYTHONPATH": profiler._repo_root()}
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {"hung": f"no answer within {timeout_s} s"}
+    said = [ln for ln in proc.stdout.splitlines() if ln.startswith("after ")]
+    return {"child_seconds": round(time.perf_counter() - start, 2), "returncode": proc.returncode,
+            "error": said[0] if said else (proc.stderr.strip().splitlines() or ["(nothing)"])[-1]}
+
+
 def _sass_summary(options: tuple[str, ...] = ()) -> dict:
     """Instruction counts in rung 5's SASS (cuobjdump, where it is installed): the tensor-core ops,
     the register hand-over, and local-memory traffic (spills)."""
@@ -596,7 +623,8 @@ def _sass_summary(options: tuple[str, ...] = ()) -> dict:
 @experiment("hopper.pitfalls",
             "Rung 5 as built (timed and checked), and what goes wrong without its safeguards: a slot freed "
             "before its wgmmas finish, descriptors that ignore the TMA's swizzle, a build for sm_90 instead "
-            "of sm_90a, a register cap below the accumulators, and the SASS of the working build.",
+            "of sm_90a, a register cap below the accumulators, a byte count that never completes (the "
+            "bounded wait traps), and the SASS of the working build.",
             shape=[4096, 4096, 4096], trials=10, samples=20)
 def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
     import cupy
@@ -620,6 +648,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
         "register_cap_below_accumulators": _compile_message(ARCH, ("-DHG_MIN_BLOCKS_NARROW=2",)),
         "driver_loading_sm_100a": _driver_message(),
         "sass": _sass_summary(),
+        "wrong_byte_count": _wrong_byte_count(),
         "racecheck_release_before_wait": racecheck_summary(
             "from course_lib import lab_hopper as hg; import cupy\n"
             "a, b, _, _ = hg._operands(256, 512, 320, 71); c = hg._nan_output(256, 512)\n"
@@ -702,6 +731,18 @@ def best_rung_percent(result, shape: list[int]) -> tuple[str, float]:
     best = max((c for c in result.cases if c.params.get("kernel") and c.params["shapes"] == shape),
                key=lambda c: c.flop_per_s)
     return best.params["kernel"], 100 * best.flop_per_s / lib.flop_per_s
+
+
+def ceiling_position_rows(ladder_result, ceilings_result, shape: list[int]) -> list[dict]:
+    """Each rung (and cuBLAS) at one shape against the two instruction ceilings measured alone."""
+    w, m = wgmma_ceiling(ceilings_result), mma_sync_ceiling(ceilings_result)
+    rows = []
+    for c in ladder_result.cases:
+        if c.params["shapes"] != shape:
+            continue
+        rows.append({"kernel": c.name.split(",")[0], "TFLOP/s": c.flop_per_s / 1e12,
+                     "% of wgmma alone": 100 * c.flop_per_s / w, "× mma.sync alone": c.flop_per_s / m})
+    return rows
 
 
 def ceiling_rows(result) -> list[dict]:

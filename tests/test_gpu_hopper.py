@@ -30,3 +30,13 @@ def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():
     a, b, _, _ = lab_hopper._operands(64, 64, 20, 1)
     with pytest.raises(ValueError, match="multiple of 8"):
         lab_hopper.run(1, a, b, lab_hopper._nan_output(64, 64))
+
+
+def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
+    from course_lib import lab_hopper
+
+    said = lab_hopper._wrong_byte_count(timeout_s=60)
+    assert "hung" not in said, said
+    assert said["returncode"] == 0 and "illegal instruction" in said["error"], said
+    seconds = float(said["error"].split()[1])
+    assert 1.5 < seconds < 20, said   # the 2 s bound of ASYNC_WAIT_NS, not a hang

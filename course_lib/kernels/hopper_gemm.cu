@@ -51,6 +51,9 @@
 #ifndef HG_RELEASE_BEFORE_WAIT
 #define HG_RELEASE_BEFORE_WAIT 0   // 1: the pitfall: free a slot before the wgmma reading it has finished
 #endif
+#ifndef HG_EXTRA_EXPECT_BYTES
+#define HG_EXTRA_EXPECT_BYTES 0    // > 0: the pitfall: a slot waits for bytes that never come (the wait traps)
+#endif
 #ifndef HG_SWIZZLE_DESC
 #define HG_SWIZZLE_DESC 1     // 0: the pitfall: describe the TMA's swizzled tiles as unswizzled
 #endif
@@ -192,7 +195,7 @@ struct Slots {
     __device__ __forceinline__ u32 empty(int s) const { return base + S * BYTES + 8 * (S + s); }
     // One thread: ask the TMA for K tile kt of the block's A rows and B rows; full[s] counts the bytes in.
     __device__ __forceinline__ void fill(int s, const u64* maps, int kt, int row0, int col0) const {
-        mbar_expect_bytes(full(s), BYTES);
+        mbar_expect_bytes(full(s), BYTES + HG_EXTRA_EXPECT_BYTES);
         tma_load_2d(a(s), maps, kt * HG_BK, row0, full(s));
         tma_load_2d(b(s), maps + 16, kt * HG_BK, col0, full(s));
     }
