@@ -168,6 +168,7 @@ def test_recorded_pitfalls_show_the_faults(recorded):
     assert "NO_BINARY_FOR_GPU" in x["driver_loading_sm_100a"]
     assert x["sass"]["local loads LDL"] == 0 and x["sass"]["HGMMA"] > 0
     assert any("RACECHECK SUMMARY" in ln for ln in x["racecheck_release_before_wait"]["lines"])
+    assert "launch failure" in x["wrong_byte_count"]["error"] and x["wrong_byte_count"]["child_seconds"] < 60
 
 
 def test_recorded_profile_has_every_rung_and_cublas(recorded):

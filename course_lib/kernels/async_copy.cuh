@@ -44,8 +44,8 @@ __device__ __forceinline__ bool mbar_test(u32 bar, u32 parity) {
     return done;
 }
 // Wait until the phase with this parity has completed. The first test is the fast path; a wait that
-// lasts ASYNC_WAIT_NS traps, so a wrong parity or byte count fails the launch ("an illegal
-// instruction was encountered") instead of never returning.
+// lasts ASYNC_WAIT_NS traps, so a wrong parity or byte count fails the launch (CUDA reports an
+// "unspecified launch failure") instead of never returning.
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     if (mbar_test(bar, parity)) return;
     const u64 start = globaltimer_ns();
