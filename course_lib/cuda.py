@@ -228,7 +228,7 @@ def compile_source(code: str, arch: str, name: str = "kernel.cu", options: tuple
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
         log = buf.decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            if "invalid value for --gpu-architecture" in log or "arch" in log and "not" in log:
+            if "invalid value for --gpu-architecture" in log:
                 hint = f" (NVRTC {installed_nvrtc_version()} supports: {', '.join(supported_archs())})"
             else:
                 hint = ""

@@ -14,6 +14,8 @@ def check_descriptor(fn) -> Verdict:
     at that shared-memory address (8-row groups 1,024 bytes apart)."""
     if fn is None:
         return Verdict("Not answered yet: write the function and pass it in.", False)
+    if fn is hopper.smem_descriptor:
+        return Verdict("That is the course's own function: write yours from the bit layout.", False)
     for addr in DESCRIPTOR_PROBES:
         want = hopper.smem_descriptor(addr)
         try:
@@ -39,8 +41,8 @@ def best_consumer_registers(consumer_warpgroups: int = 2, producer_regs: int = 2
 
 
 def check_register_plan(producer_regs, consumer_regs) -> Verdict:
-    """Exercise: setmaxnreg counts for one producer and two consumer warpgroups that fit the SM's
-    65,536 registers and give the consumers as many as possible."""
+    """Exercise: setmaxnreg counts for one producer and two consumer warpgroups that fit the registers
+    the block holds from launch and give the consumers as many as possible."""
     if producer_regs is None or consumer_regs is None:
         return Verdict("Not answered yet: give both counts.", False)
     try:
@@ -48,8 +50,9 @@ def check_register_plan(producer_regs, consumer_regs) -> Verdict:
     except ValueError as exc:
         return Verdict(str(exc), False)
     if not plan.fits:
-        return Verdict(f"{plan.total:,} registers: more than the SM's {hopper.REGISTER_FILE:,}, so the block "
-                       "could never be resident.", False)
+        return Verdict(f"{plan.total:,} registers: more than the {plan.pool:,} the block holds from launch "
+                       f"({plan.threads} threads × {plan.launch_regs}). setmaxnreg.inc only takes registers "
+                       "that .dec gave back, so the consumers would wait for them forever.", False)
     best = best_consumer_registers(2, producer_regs)
     if consumer_regs < best:
         return Verdict(f"It fits ({plan.total:,} registers), but the consumers could have {best} each.", False)
@@ -57,8 +60,9 @@ def check_register_plan(producer_regs, consumer_regs) -> Verdict:
         return Verdict(f"It fits ({plan.total:,}), but a producer that only issues copies needs few registers: "
                        f"with {hopper.SETMAXNREG_RANGE[0]} the consumers could have "
                        f"{best_consumer_registers(2, hopper.SETMAXNREG_RANGE[0])}.", False)
-    return Verdict(f"Correct: 128 × {producer_regs} + 256 × {consumer_regs} = {plan.total:,} ≤ 65,536; every "
-                   f"thread starts at {plan.launch_regs} and setmaxnreg moves the rest.", True)
+    return Verdict(f"Correct: 128 × {producer_regs} + 256 × {consumer_regs} = {plan.total:,} ≤ {plan.pool:,}, "
+                   f"the {plan.threads} threads × {plan.launch_regs} registers the block holds from launch; "
+                   "setmaxnreg moves them from the producer to the consumers.", True)
 
 
 def check_costliest(result, shape_label: str, answer) -> Verdict:

@@ -78,14 +78,22 @@ class RegisterPlan:
         return WARPGROUP * (self.producer_regs * self.producer_warpgroups + self.consumer_regs * self.consumer_warpgroups)
 
     @property
+    def threads(self) -> int:
+        return WARPGROUP * (self.producer_warpgroups + self.consumer_warpgroups)
+
+    @property
+    def pool(self) -> int:
+        """The registers the block holds from launch: setmaxnreg.inc only takes what .dec gave back."""
+        return self.launch_regs * self.threads
+
+    @property
     def fits(self) -> bool:
-        return self.total <= REGISTER_FILE
+        return self.total <= self.pool
 
     @property
     def launch_regs(self) -> int:
         """What every thread gets at launch (before setmaxnreg): the file shared evenly, in steps of 8."""
-        threads = WARPGROUP * (self.producer_warpgroups + self.consumer_warpgroups)
-        return min(255, REGISTER_FILE // threads // 8 * 8)
+        return min(255, REGISTER_FILE // self.threads // 8 * 8)
 
 
 def register_plan(producer_regs: int, consumer_regs: int, consumer_warpgroups: int = 2,
@@ -130,7 +138,7 @@ BLACKWELL_SUCCESSORS = (
     ("TMA + mbarriers (full/empty ring, expect-tx)",
      "the same TMA and mbarriers"),
     ("clusters of 2 with TMA multicast (rung 6)",
-     "the 2-CTA MMA (cta_group::2): two SMs compute one 256-row tile, each loading half the operands"),
+     "the same, plus the 2-CTA MMA (cta_group::2): two SMs compute one 256-row tile together"),
     ("persistent grid with a fixed grouped tile order",
      "cluster launch control: a running block asks the hardware for the next tile to take"),
     ("epilogue from registers to global memory",

@@ -799,7 +799,7 @@ def resources_rows(gpu_name: str = "H200") -> list[dict]:
         smem = smem_bytes(r)
         resident = occupancy.residency(budget, r.threads, res.registers, res.static_smem_bytes + smem)
         rows.append({"rung": f"{r.number} {r.label}", "tile": f"{r.tile[0]}×{r.tile[1]}", "threads": r.threads,
-                     "registers (launch)": res.registers, "spills": res.spill_store_bytes,
+                     "registers at launch": res.registers, "spills": res.spill_store_bytes,
                      "shared KiB": smem / 1024, "blocks/SM": resident.resident_blocks, "limited by": resident.limiter})
     return rows
 
@@ -816,9 +816,9 @@ def profile_rows(result, top: int = 3) -> list[dict]:
                          if s != "selected"), reverse=True)
         rows.append({"kernel": c.name.split(",")[0], "time µs": c.median_s * 1e6,
                      "tensor pipe active %": m[TENSOR_PIPE],
-                     "wgmma instructions": m["sm__inst_executed_pipe_tensor_op_gmma.sum"],
+                     "wgmma instructions (per warp)": m["sm__inst_executed_pipe_tensor_op_gmma.sum"],
                      "DRAM read MiB": m["dram__bytes_read.sum"] / 2 ** 20, "L2 MiB": m["lts__t_bytes.sum"] / 2 ** 20,
-                     "top stalls (% of warps)": ", ".join(f"{s} {v:.0f}" for v, s in stalls[:top])})
+                     "top stalls (% of warp time)": ", ".join(f"{s} {v:.0f}" for v, s in stalls[:top])})
     return rows
 
 
@@ -834,7 +834,7 @@ def ablation_rows(result) -> list[dict]:
             rows.append({"shape": shape_label(*shape), "variant": name, "time µs": c.median_s * 1e6,
                          "TFLOP/s": c.flop_per_s / 1e12, "% cuBLAS": 100 * c.flop_per_s / lib.flop_per_s,
                          "compared with": ablation_base(name) if base is not c else "—",
-                         "time change %": 100 * (c.median_s / base.median_s - 1) if base and base is not c else None})
+                         "time change %": round(100 * (c.median_s / base.median_s - 1), 1) if base and base is not c else None})
     return rows
 
 

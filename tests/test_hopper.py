@@ -48,8 +48,9 @@ def test_swizzle_is_a_permutation_of_each_row_repeating_every_8_rows():
 
 def test_register_plans_and_the_launch_share():
     plan = hopper.register_plan(40, 232)
-    assert plan.total == 64512 and plan.fits and plan.launch_regs == 168
+    assert plan.total == 64512 and plan.fits and plan.launch_regs == 168 and plan.pool == 384 * 168
     assert not hopper.register_plan(24, 248).fits
+    assert not hopper.register_plan(32, 240).fits   # 65,536 fit the SM, but not the 64,512 the block holds
     assert best_consumer_registers() == 240
     assert hopper.accumulator_registers(64, 256) == 128
     with pytest.raises(ValueError, match="multiple of 8"):
@@ -188,11 +189,13 @@ def test_ablation_rows_compare_each_variant_with_its_own_build(recorded):
 
 def test_exercise_checks(recorded):
     assert check_descriptor(kernel_descriptor).correct
+    assert not check_descriptor(hopper.smem_descriptor).correct
     assert not check_descriptor(lambda a: kernel_descriptor(a) & ~(3 << 62)).correct   # swizzle bits left out
     assert "raised" in check_descriptor(lambda a: 1 / 0)
     assert not check_descriptor(None).correct
     assert check_register_plan(24, 240).correct
     assert not check_register_plan(24, 248).correct          # does not fit
+    assert "wait for them forever" in check_register_plan(32, 240)
     assert "could have 240" in check_register_plan(24, 232)
     assert "few registers" in check_register_plan(40, 232)
     assert "multiple of 8" in check_register_plan(20, 240)
