@@ -1,0 +1,118 @@
+"""The child process of ``kernel_exercises.check``: load a learner's cubin, run it at the exercise's
+sizes against a reference, time it beside the course kernel, print one JSON line.
+
+    python -m course_lib.exercise_runner '{"exercise": NAME, "cubin": PATH, "time_it": true}'
+
+It runs apart from the notebook so that a kernel that hangs can be stopped and one that faults
+takes only this process's CUDA context with it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _first_wrong(got, want, shape=None) -> str | None:
+    """The first element that differs (beyond float32 rounding), with its index and both values."""
+    import cupy
+
+    bad = ~cupy.isclose(got, want, rtol=1e-5, atol=1e-6)
+    if not bool(bad.any()):
+        return None
+    i = int(cupy.argmax(bad))
+    where = f"index {i}" if shape is None else f"row {i // shape[1]}, column {i % shape[1]}"
+    return f"first wrong element at {where}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
+
+
+def _scale_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .timing import benchmark
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    grid, block, guard = (4 * sms,), (256,), 64
+    out = {"cases": []}
+    for n in sizes:
+        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
+        y = cupy.full(n + guard, cupy.nan, dtype=cupy.float32)   # NaN: an element never written fails
+        y[n:] = 12345.0                                             # a sentinel past the end
+        fn(grid, block, (y, x, np.float32(1.5), np.int64(n)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(y[:n], x * np.float32(1.5))
+        if wrong is None and bool((y[n:] != 12345.0).any()):
+            wrong = f"it wrote past the end: element {n + int(cupy.argmax(y[n:] != 12345.0))} of an array of {n}"
+        out["cases"].append({"size": n, "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = sizes[-1]
+        x = cupy.ones(n, dtype=cupy.float32)
+        y = cupy.empty(n, dtype=cupy.float32)
+        copy = cuda.kernel("elementwise", "copy")
+        mine = benchmark(lambda: fn(grid, block, (y, x, np.float32(1.5), np.int64(n))), 20)
+        ref = benchmark(lambda: copy(((n + 255) // 256,), (256,), (y, x, np.int64(n))), 20)
+        out["timing"] = {"size": n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "elementwise.copy", "samples": 20}
+    return out
+
+
+# Columns per row count: one column, odd widths, a width past 1024.
+ROW_SUM_COLS = {1: 1, 3: 67, 255: 130, 1001: 63, 4099: 1025}
+
+
+def _row_sum_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    out, guard = {"cases": []}, 128
+    for rows in sizes:
+        cols = ROW_SUM_COLS[rows]
+        a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32) - 0.5
+        got = cupy.full(rows + guard, cupy.nan, dtype=cupy.float32)
+        got[rows:] = 12345.0                                        # a sentinel past the end
+        fn(((rows + 127) // 128,), (128,), (got, a, np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        want = (a.astype(cupy.float64) ** 2).sum(axis=1).astype(cupy.float32)
+        wrong = _first_wrong(got[:rows], want)
+        if wrong is None and bool((got[rows:] != 12345.0).any()):
+            wrong = f"it wrote past the end: out[{rows + int(cupy.argmax(got[rows:] != 12345.0))}] of {rows} rows"
+        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+    return out
+
+
+def _warm_up() -> None:
+    """CuPy's own kernels that the cases use, compiled before the time limit starts."""
+    import cupy
+
+    x = cupy.random.default_rng(0).random(8, dtype=cupy.float32)
+    bad = ~cupy.isclose(x, x, rtol=1e-5, atol=1e-6)
+    int(cupy.argmax(bad))
+    bool((x != 1.0).any())
+    (x.astype(cupy.float64) ** 2).reshape(2, 4).sum(axis=1).astype(cupy.float32)
+    cupy.full(8, cupy.nan, dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
+
+
+CASES = {"scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases}
+
+
+def main(spec_json: str) -> int:
+    import cupy
+
+    from .kernel_exercises import exercise
+
+    spec = json.loads(spec_json)
+    ex = exercise(spec["exercise"])
+    fn = cupy.RawModule(path=spec["cubin"]).get_function(ex.kernel)
+    _warm_up()
+    print("READY", flush=True)   # the parent's time limit starts here: it is the kernel's, not Python's
+    try:
+        result = CASES[ex.name](fn, ex.sizes, spec.get("time_it", True))
+    except Exception as exc:  # noqa: BLE001  (a learner's kernel can fail any way: report it)
+        result = {"cases": [], "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

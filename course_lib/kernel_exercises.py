@@ -1,0 +1,349 @@
+"""Write-it-yourself kernel exercises: the learner's CUDA C, compiled, checked statically, and (with
+a GPU) run against a reference at adversarial sizes in a child process under a time limit.
+
+``check(name, source)`` does the whole thing and returns a ``Verdict`` (a string with ``.correct``):
+
+1. NVRTC compiles the source for this GPU (in replay, for the recorded GPU's architecture). A
+   compile error is shown with NVRTC's log, its line numbers those of the learner's cell.
+2. ptxas's report gives the kernel's registers, shared memory and spills; the exercise's static
+   checks read them and the source.
+3. Live, a child process (``python -m course_lib.exercise_runner``) loads the cubin and runs the
+   kernel at each of the exercise's sizes against a reference, then times it beside the course
+   kernel that moves the same bytes. A kernel that hangs is stopped after the time limit, one that
+   faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
+   ``sanitize=True`` runs the child under compute-sanitizer's memcheck (and racecheck) as well.
+
+The exercises live in ``EXERCISES``; each has starter code, a hint, a reference solution and
+deliberately wrong solutions, which tests pass through the same checker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import cuda
+from .exercises import Verdict
+
+CELL_NAME = "your cell"
+DEFAULT_TIME_LIMIT_S = 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class KernelExercise:
+    """One exercise: what to write, how it is launched, and what is checked."""
+
+    name: str
+    notebook: str
+    kernel: str                      # the extern "C" __global__ entry point the learner defines
+    task: str
+    starter: str
+    hint: str
+    solution: str
+    wrong: dict[str, str]            # label -> a deliberately wrong solution (tested to be rejected)
+    sizes: tuple[int, ...]           # the adversarial problem sizes a live run uses
+    static: Callable[[str, cuda.KernelResources], list[Finding]] = field(default=lambda src, res: [])
+    min_cc: float = 7.5
+
+    def static_findings(self, source: str, res: cuda.KernelResources) -> list[Finding]:
+        return list(self.static(source, res))
+
+
+# --------------------------------------------------------------------------- the exercises
+
+def _uses_grid_stride(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    if "gridDim" not in body:
+        return [Finding(False, "the kernel never reads gridDim: launched with fewer threads than elements "
+                               "(as here), it cannot reach them all. Step by gridDim.x * blockDim.x.")]
+    return [Finding(True, "the kernel reads gridDim (a grid-stride loop can cover any n)")]
+
+
+SCALE = KernelExercise(
+    name="scale_grid_stride", notebook="02_threads_warps", kernel="scale",
+    task=("Write `scale(float* y, const float* x, float a, long long n)`: y[i] = a · x[i] for every i < n. "
+          "The checker launches it with a fixed grid (4 blocks of 256 threads per SM), far fewer threads "
+          "than elements at the large sizes, so each thread must handle several elements, and none past n."),
+    starter='''extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];   // one element per thread: not enough threads for large n
+}
+''',
+    hint=("Start at the thread's global index and step by the number of threads in the whole grid, "
+          "gridDim.x * blockDim.x, while the index is below n. Use long long: n can exceed 2^31."),
+    solution='''extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = a * x[i];
+}
+''',
+    wrong={
+        "one element per thread": '''extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+''',
+        "off by one at the tail": '''extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i <= n; i += stride)
+        y[i] = a * x[i];
+}
+''',
+    },
+    sizes=(1, 255, 257, 100_003, 1 << 24 | 5),
+    static=_uses_grid_stride,
+)
+
+
+REGISTER_BUDGET = 32
+
+
+def _within_budget(source: str, res: cuda.KernelResources) -> list[Finding]:
+    out = [Finding(res.registers <= REGISTER_BUDGET,
+                   f"{res.registers} registers per thread (budget {REGISTER_BUDGET})")]
+    out.append(Finding(not res.spills, "no spills" if not res.spills else
+                       f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded: the budget was "
+                       "met by moving values to local memory (off-chip), which costs more than it saves"))
+    return out
+
+
+ROW_SUMS = KernelExercise(
+    name="row_sum_squares_budget", notebook="03_occupancy", kernel="row_sum_squares",
+    task=(f"`row_sum_squares(float* out, const float* in, int rows, int cols)`: one thread per row, "
+          f"out[r] = Σ_c in[r·cols + c]². The starter is correct but keeps 32 partial sums; "
+          f"make it compile to at most {REGISTER_BUDGET} registers per thread with no spills (the checker "
+          "reads ptxas's report), and keep it correct at every size."),
+    starter='''extern "C" __global__ void row_sum_squares(float* out, const float* in, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float* row = in + (long long)r * cols;
+    float part[32] = {0.f};   // 32 partial sums, all live until the end
+    int c = 0;
+    for (; c + 32 <= cols; c += 32) {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) part[j] += row[c + j] * row[c + j];
+    }
+    for (; c < cols; ++c) part[0] += row[c] * row[c];
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) s += part[j];
+    out[r] = s;
+}
+''',
+    hint=("Registers hold what is live at once: 32 partial sums are 32 registers before anything else. Two to four "
+          "partial sums and a loop unrolled a few times keep enough loads in flight. Capping registers with "
+          "__launch_bounds__ alone makes ptxas spill instead."),
+    solution='''extern "C" __global__ void row_sum_squares(float* out, const float* in, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float* row = in + (long long)r * cols;
+    float s0 = 0.f, s1 = 0.f;
+    int c = 0;
+#pragma unroll 2
+    for (; c + 2 <= cols; c += 2) {
+        s0 += row[c] * row[c];
+        s1 += row[c + 1] * row[c + 1];
+    }
+    if (c < cols) s0 += row[c] * row[c];
+    out[r] = s0 + s1;
+}
+''',
+    wrong={
+        "the starter (too many registers)": "",   # filled below: the starter itself
+        "rows past the end": '''extern "C" __global__ void row_sum_squares(float* out, const float* in, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* row = in + (long long)r * cols;
+    float s = 0.f;
+    for (int c = 0; c < cols; ++c) s += row[c] * row[c];
+    out[r] = s;
+}
+''',
+    },
+    sizes=(1, 3, 255, 1001, 4099),
+    static=_within_budget,
+)
+ROW_SUMS.wrong["the starter (too many registers)"] = ROW_SUMS.starter
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS)}
+
+
+def exercise(name: str) -> KernelExercise:
+    if name not in EXERCISES:
+        raise KeyError(f"no kernel exercise {name!r}; there are: {', '.join(EXERCISES)}")
+    return EXERCISES[name]
+
+
+# --------------------------------------------------------------------------- checking
+
+def _strip_comments(source: str) -> str:
+    return re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+
+
+def _cell_source(source: str) -> str:
+    """The learner's code as NVRTC compiles it: with a line mark, so messages name the cell's lines."""
+    return f'#line 1 "{CELL_NAME}"\n{source}'
+
+
+def _compile(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
+    """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
+    try:
+        cubin, log = cuda.compile_source(_cell_source(source), arch, f"{ex.name}.cu", use_cache=False)
+    except cuda.NvrtcUnavailable as exc:
+        return b"", None, [f"Not compiled: {exc} Run the notebook where NVRTC installs (Linux, or a GPU machine)."]
+    except cuda.CompileError as exc:
+        lines = [ln for ln in str(exc).splitlines()[1:] if ln.strip()]
+        return b"", None, ["Your code did not compile. NVRTC says:", *[f"  {ln}" for ln in lines[:20]]]
+    res = cuda.parse_ptxas_report(log, arch).get(ex.kernel)
+    if res is None:
+        return b"", None, [f'Your cell compiled but defines no kernel `extern "C" __global__ void {ex.kernel}(...)`; '
+                           f"the checker launches that name."]
+    return cubin, res, []
+
+
+STARTUP_LIMIT_S = 180   # the child's imports and CuPy's first compiles, before the kernel runs
+
+
+def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
+    """The child's stdout lines, and "hung" if it ran past ``limit_s`` after saying READY (or
+    "startup" if it never got that far): the time limit is the kernel's, not Python's start-up."""
+    import queue
+    import threading
+    import time
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: ([lines.put(ln) for ln in proc.stdout], lines.put(None)), daemon=True).start()
+    out, ready, deadline = [], False, time.monotonic() + STARTUP_LIMIT_S
+    while True:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            return out, "hung" if ready else "startup"
+        if line is None:
+            proc.wait()
+            return out, None
+        out.append(line.rstrip("\n"))
+        if line.strip() == "READY":
+            ready, deadline = True, time.monotonic() + limit_s
+
+
+def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, sanitize: bool, time_it: bool) -> dict:
+    """Run the kernel in a child process (so a hang or fault cannot take the notebook's GPU context)."""
+    from .profiler import _repo_root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        spec = json.dumps({"exercise": ex.name, "cubin": path, "time_it": time_it and not sanitize})
+        cmd = [sys.executable, "-m", "course_lib.exercise_runner", spec]
+        if sanitize:
+            san = shutil.which("compute-sanitizer")
+            if san is None:
+                return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
+            cmd = [san, "--tool", "memcheck", "--error-exitcode", "86", "--print-limit", "5"] + cmd
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
+        with tempfile.TemporaryFile(mode="w+") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+            out, stopped = _communicate(proc, time_limit_s * (4 if sanitize else 1))
+            err.seek(0)
+            stderr = err.read()
+    if stopped == "hung":
+        return {"hung": time_limit_s}
+    if stopped == "startup":
+        return {"error": f"the checker's process did not start within {STARTUP_LIMIT_S} s"}
+    result = {}
+    for line in out:
+        if line.startswith("{"):
+            result = json.loads(line)
+    result["returncode"] = proc.returncode
+    if sanitize:
+        result["sanitizer_lines"] = [ln for ln in out + stderr.splitlines()
+                                     if ln.startswith("=========") and ln.strip("= ")][:12]
+    if not result.get("cases") and proc.returncode and "error" not in result:
+        result["error"] = (stderr.strip().splitlines() or ["(no message)"])[-1]
+    return result
+
+
+def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    if "hung" in run:
+        return False, [f"Your kernel did not finish in {time_limit_s:g} s, so the checker stopped it (it ran in a "
+                       "separate process: this notebook's GPU state is untouched). Look for a loop whose index "
+                       "never reaches its bound, or a barrier not every thread reaches; then run the cell again."]
+    if "sanitizer" in run:
+        return False, [run["sanitizer"]]
+    lines, ok = [], True
+    for case in run.get("cases", []):
+        if case["passed"]:
+            lines.append(f"  n = {case['size']:,}: correct")
+        else:
+            ok = False
+            lines.append(f"  n = {case['size']:,}: WRONG. {case['first_wrong']}")
+    if run.get("error"):
+        ok = False
+        lines.append(f"The launch failed: {run['error']}. CUDA errors such as an illegal address come from reading "
+                     "or writing outside an array; the checker's process ended, this notebook's did not.")
+    if "timing" in run:
+        t = run["timing"]
+        lines.append(f"Timed at n = {t['size']:,}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
+                     f"{t['course_us']:.1f} µs for the same bytes (medians of {t['samples']}, CUDA events, GPU held).")
+    if "sanitizer_lines" in run:
+        lines.append("compute-sanitizer memcheck:")
+        lines.extend(f"  {ln}" for ln in run["sanitizer_lines"])
+        ok = ok and run["returncode"] == 0
+    return ok, lines
+
+
+def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+          live: bool | None = None) -> Verdict:
+    """Compile, check and (live) run the learner's kernel for exercise ``name``; see the module doc."""
+    from . import runtime
+
+    ex = exercise(name)
+    if not source.strip():
+        return Verdict("The cell is empty: write the kernel (the starter code is printed by "
+                       f"kernel_exercises.starter({name!r})).", False)
+    live = runtime.mode() == "live" if live is None else live
+    arch = cuda.target_arch()
+    cubin, res, problems = _compile(ex, source, arch)
+    if problems:
+        return Verdict("\n".join(problems), False)
+    lines = [f"Compiled for {arch} ({cuda.nvrtc_version()}): {res.registers} registers/thread, "
+             f"{res.static_smem_bytes} B static shared memory, "
+             + ("no spills." if not res.spills else f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded.")]
+    findings = ex.static_findings(source, res)
+    lines += [f"  {'✔' if f.ok else '✘'} {f.text}" for f in findings]
+    static_ok = all(f.ok for f in findings)
+    if not live:
+        lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
+                     "the static checks above. Not checked: its results at n = "
+                     f"{', '.join(f'{s:,}' for s in ex.sizes)} against the reference, and its speed. "
+                     "Open this notebook on a CUDA GPU (see the README) to run it.")
+        return Verdict("\n".join(lines), static_ok)
+    run = _run_child(ex, cubin, time_limit_s, sanitize, time_it=static_ok)
+    ok, more = _live_lines(ex, run, time_limit_s)
+    lines += more
+    verdict = static_ok and ok
+    lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again.")
+    return Verdict("\n".join(lines), verdict)
+
+
+def starter(name: str) -> str:
+    return exercise(name).starter
+
+
+def hint(name: str) -> str:
+    return exercise(name).hint

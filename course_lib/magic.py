@@ -1,0 +1,32 @@
+"""``%%cuda_exercise NAME [--sanitize]``: the cell's CUDA C, checked by ``kernel_exercises.check``.
+
+Load it in a notebook with ``%load_ext course_lib.magic``. The cell holds only CUDA C; the
+magic prints what was checked (compile, resources, static checks; live: results at every size,
+timing, and with ``--sanitize`` compute-sanitizer's memcheck) and keeps the verdict in
+``_cuda_exercise`` for code that wants it.
+"""
+from __future__ import annotations
+
+from . import kernel_exercises
+
+USAGE = "usage: %%cuda_exercise NAME [--sanitize]   (exercises: " + ", ".join(kernel_exercises.EXERCISES) + ")"
+
+
+def cuda_exercise(line: str, cell: str):
+    args = line.split()
+    names = [a for a in args if not a.startswith("--")]
+    unknown = [a for a in args if a.startswith("--") and a != "--sanitize"]
+    if len(names) != 1 or unknown:
+        print(USAGE)
+        return None
+    try:
+        verdict = kernel_exercises.check(names[0], cell, sanitize="--sanitize" in args)
+    except KeyError as exc:
+        print(exc.args[0])
+        return None
+    print(verdict)
+    return None
+
+
+def load_ipython_extension(ipython) -> None:
+    ipython.register_magic_function(cuda_exercise, magic_kind="cell", magic_name="cuda_exercise")

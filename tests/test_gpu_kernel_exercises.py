@@ -1,0 +1,47 @@
+"""On a CUDA machine only (COURSE_MODE=live): the kernel checker runs every reference solution
+correct at every size, rejects each wrong solution with the message a learner reads, and survives
+a kernel that hangs or faults."""
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+if os.environ.get("COURSE_MODE") != "live":
+    pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
+
+from course_lib import kernel_exercises as ke  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(ke.EXERCISES))
+def test_reference_solutions_are_correct_at_every_size(name):
+    verdict = ke.check(name, ke.exercise(name).solution)
+    assert verdict.correct, verdict
+    assert verdict.count(": correct") == len(ke.exercise(name).sizes)
+
+
+def test_the_scale_solution_is_timed_beside_the_course_copy():
+    assert "the course's elementwise.copy" in ke.check("scale_grid_stride", ke.SCALE.solution)
+
+
+@pytest.mark.parametrize("name,label,says", [
+    ("scale_grid_stride", "off by one at the tail", "past the end"),
+    ("row_sum_squares_budget", "rows past the end", "WRONG"),
+])
+def test_wrong_solutions_are_rejected_live(name, label, says):
+    verdict = ke.check(name, ke.exercise(name).wrong[label])
+    assert not verdict.correct and (says in verdict or "launch failed" in verdict), verdict
+
+
+def test_a_kernel_that_hangs_is_stopped_with_a_message():
+    hang = 'extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {\n' \
+           '    long long g = gridDim.x; while (g > 0) asm volatile("");\n}\n'
+    verdict = ke.check("scale_grid_stride", hang, time_limit_s=15)
+    assert not verdict.correct and "did not finish in 15 s" in verdict
+
+
+def test_a_kernel_that_faults_is_reported_and_the_notebook_goes_on():
+    fault = 'extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {\n' \
+            '    float* nowhere = (float*)0x10; nowhere[threadIdx.x + gridDim.x] = a;\n}\n'
+    verdict = ke.check("scale_grid_stride", fault)
+    assert not verdict.correct and "launch failed" in verdict and "illegal" in verdict.lower()
+    assert ke.check("scale_grid_stride", ke.SCALE.solution).correct   # this process's GPU still works

@@ -1,0 +1,97 @@
+"""The write-it-yourself kernel checker without a GPU: every reference solution compiles and passes
+its static checks; wrong solutions the static checks can see are rejected with the learner's
+message; compile errors name the cell's own lines; bad input is told what to do."""
+import pytest
+
+from course_lib import kernel_exercises as ke
+from course_lib import magic
+
+
+@pytest.fixture(autouse=True)
+def replay(monkeypatch):
+    monkeypatch.setenv("COURSE_MODE", "replay")
+
+
+@pytest.mark.parametrize("name", list(ke.EXERCISES))
+def test_every_reference_solution_passes_what_replay_can_check(name):
+    verdict = ke.check(name, ke.exercise(name).solution)
+    assert verdict.correct, verdict
+    assert "Not run: no GPU here" in verdict and "Not checked: its results" in verdict
+
+
+def test_a_kernel_that_cannot_stride_is_rejected_before_it_runs():
+    verdict = ke.check("scale_grid_stride", ke.SCALE.wrong["one element per thread"])
+    assert not verdict.correct and "never reads gridDim" in verdict
+
+
+def test_the_register_starter_is_over_budget_and_says_by_how_much():
+    verdict = ke.check("row_sum_squares_budget", ke.ROW_SUMS.starter)
+    assert not verdict.correct
+    assert f"(budget {ke.REGISTER_BUDGET})" in verdict and "✘" in verdict
+
+
+def test_a_budget_met_by_spilling_is_rejected():
+    capped = '__launch_bounds__(1024, 2)\n'.join(ke.ROW_SUMS.starter.split("__global__ ", 1))
+    capped = capped.replace('extern "C" __launch_bounds__', 'extern "C" __global__ __launch_bounds__')
+    verdict = ke.check("row_sum_squares_budget", capped)
+    assert not verdict.correct and ("spills" in verdict or "registers per thread" in verdict)
+
+
+def test_wrong_solutions_the_static_checks_cannot_see_are_left_to_the_live_run():
+    # an off-by-one tail and rows past the end compile and pass the static checks: only a run finds them
+    for name, label in (("scale_grid_stride", "off by one at the tail"), ("row_sum_squares_budget", "rows past the end")):
+        verdict = ke.check(name, ke.exercise(name).wrong[label])
+        assert "Not run: no GPU here" in verdict
+
+
+def test_compile_errors_name_the_cells_own_line():
+    verdict = ke.check("scale_grid_stride", 'extern "C" __global__ void scale(float* y) {\n    y[0] = nope;\n}\n')
+    assert not verdict.correct and "your cell(2): error" in verdict and "nope" in verdict
+
+
+def test_a_cell_without_the_kernel_says_which_name_is_launched():
+    verdict = ke.check("scale_grid_stride", 'extern "C" __global__ void scal(float* y) {}\n')
+    assert not verdict.correct and "void scale(...)" in verdict
+
+
+def test_empty_cell_and_unknown_exercise():
+    assert not ke.check("scale_grid_stride", "   \n").correct
+    with pytest.raises(KeyError, match="there are: scale_grid_stride"):
+        ke.check("no_such", "x")
+
+
+def test_the_magic_prints_the_verdict_and_its_usage(capsys):
+    magic.cuda_exercise("scale_grid_stride", ke.SCALE.solution)
+    assert "reads gridDim" in capsys.readouterr().out
+    magic.cuda_exercise("", "x")
+    assert "usage: %%cuda_exercise NAME" in capsys.readouterr().out
+    magic.cuda_exercise("scale_grid_stride --fast", "x")
+    assert "usage" in capsys.readouterr().out
+    magic.cuda_exercise("nope", "x")
+    assert "no kernel exercise 'nope'" in capsys.readouterr().out
+
+
+def test_the_extension_registers_a_cell_magic():
+    got = {}
+
+    class Shell:
+        def register_magic_function(self, fn, magic_kind, magic_name):
+            got.update(fn=fn, kind=magic_kind, name=magic_name)
+
+    magic.load_ipython_extension(Shell())
+    assert got == {"fn": magic.cuda_exercise, "kind": "cell", "name": "cuda_exercise"}
+
+
+def test_the_time_limit_starts_when_the_child_is_ready_and_a_hang_is_stopped():
+    import subprocess
+    import sys
+    import time
+
+    slow_start = "import time; time.sleep(1.5); print('READY', flush=True); print('{}')"
+    p = subprocess.Popen([sys.executable, "-c", slow_start], stdout=subprocess.PIPE, text=True)
+    assert ke._communicate(p, 1.0) == (["READY", "{}"], None)       # start-up is not the kernel's time
+    hang = "print('READY', flush=True); import time; time.sleep(60)"
+    p = subprocess.Popen([sys.executable, "-c", hang], stdout=subprocess.PIPE, text=True)
+    t = time.monotonic()
+    assert ke._communicate(p, 1.0) == (["READY"], "hung")
+    assert time.monotonic() - t < 10 and p.returncode is not None     # stopped, not left running
