@@ -243,6 +243,6 @@ def with_measured_ceilings(base: GpuSpec, bandwidth: float, peaks: dict[str, flo
 
 def replace_peaks(base: GpuSpec, *, name: str, key: str, bandwidth: float, peaks: dict[str, float],
                   source: str) -> GpuSpec:
-    """A variant of ``base`` with other roofs: the lesson's round numbers, or a typed-in GPU."""
+    """A variant of ``base`` with other roofs: the round numbers of the worked examples, or a typed-in GPU."""
     return replace(base, key=key, name=name, hbm_bandwidth_bytes_per_s=bandwidth,
                    peak_flop_per_s=dict(peaks), source=source)

@@ -4,7 +4,7 @@ Pure functions, no GPU. Addresses are byte offsets; ``None`` marks an inactive l
 
 **Sectors** (global memory, compute capability 6.0 and newer). A warp's load or
 store is serviced by the 32-byte sectors that cover the bytes its active lanes
-ask for. The count is the seed lesson's first-order formula
+ask for. The count is the first-order formula
 
     N_sector = | union over active lanes i of { floor(x / 32) : x in [a_i, a_i + b - 1] } |
     efficiency = N_active * b / (N_sector * 32)

@@ -1,7 +1,7 @@
 """Residency and occupancy: how many blocks of a kernel one SM holds at once, which resource stops
 the next block, and what fraction of the SM's warp slots the resident warps fill.
 
-The model is the lesson's first-order formula (one ceiling per resource, take the smallest),
+The model is the first-order formula (one ceiling per resource, take the smallest),
 with the allocation rules real hardware applies on top of it, the ones CUDA's occupancy
 calculator (``cuda_occupancy.h``, ``cuOccupancyMaxActiveBlocksPerMultiprocessor``) applies:
 
@@ -11,8 +11,8 @@ calculator (``cuda_occupancy.h``, ``cuOccupancyMaxActiveBlocksPerMultiprocessor`
   cc 8.0 on the driver reserves 1 KiB per block on top of what the kernel asks for;
 * every architecture caps the resident blocks and warps per SM (``ARCH_RULES``).
 
-The lesson's illustrative SM (``ILLUSTRATIVE_SM``) has none of that granularity, on purpose: it is
-the first-order formula exactly as the lesson writes it. Pure functions, no GPU needed.
+The worked example's illustrative SM (``ILLUSTRATIVE_SM``) has none of that granularity, on purpose: it is
+the first-order formula exactly as written. Pure functions, no GPU needed.
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ class SmBudget:
         return "sm_" + self.compute_capability.replace(".", "") if self.compute_capability else None
 
 
-# The lesson's worked example: an illustrative SM, not a real GPU, with no allocation granularity.
+# The worked example: an illustrative SM, not a real GPU, with no allocation granularity.
 ILLUSTRATIVE_SM = SmBudget(
     "illustrative SM (worked example)", max_threads_per_sm=2048, max_warps_per_sm=64,
     max_blocks_per_sm=32, registers_per_sm=65536, smem_per_sm_bytes=164 * KIB,
@@ -296,7 +296,7 @@ def bytes_in_flight_per_sm(res: Residency, bytes_per_thread: int) -> int:
     return res.resident_threads * bytes_per_thread
 
 
-# The lesson's worked example and its sensitivity table.
+# The worked example and its sensitivity table.
 WORKED_CASE = {"threads_per_block": 256, "registers_per_thread": 64, "smem_per_block_bytes": 48 * KIB}
 LESSON_SENSITIVITY = [
     ("256 threads, 64 registers, 48 KiB", {}),
@@ -324,5 +324,5 @@ def sensitivity_table(b: SmBudget = ILLUSTRATIVE_SM, base: dict | None = None,
 
 
 def custom_budget(name: str = "custom SM", *, like: SmBudget | None = None, **fields) -> SmBudget:
-    """A typed-in SM: the fields given replace those of ``like`` (default: the lesson's SM)."""
+    """A typed-in SM: the fields given replace those of ``like`` (default: the worked example's SM)."""
     return replace(like or ILLUSTRATIVE_SM, name=name, source="typed in", **fields)

@@ -133,5 +133,5 @@ def render_estimate(e: roofline.SquareGemmEstimate) -> str:
 
 
 def roofline_calculator(extra_gpus: list[GpuSpec] = (), **kw) -> RooflineCalculator:
-    """The notebook-01 calculator over the lesson's B200, the spec table, and any extra GPUs (measured ceilings)."""
+    """The notebook-01 calculator over the round-number B200, the spec table, and any extra GPUs (measured ceilings)."""
     return RooflineCalculator([ROUND_B200, *SPECS.values(), *extra_gpus], **kw)

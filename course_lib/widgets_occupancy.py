@@ -248,7 +248,7 @@ def render_residency(r: occ.Residency, b: occ.SmBudget) -> str:
 
 
 def residency_calculator(include_device: bool = True, **kw) -> ResidencyCalculator:
-    """The notebook-03 calculator: the lesson's SM, every spec-table GPU, and this GPU when live."""
+    """The notebook-03 calculator: the worked example's SM, every spec-table GPU, and this GPU when live."""
     budgets = [occ.ILLUSTRATIVE_SM, *occ.spec_budgets()]
     if include_device:
         from . import runtime

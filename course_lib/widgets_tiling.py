@@ -100,5 +100,5 @@ class TileCalculator:
 
 
 def tile_calculator(**kw) -> TileCalculator:
-    """Notebook 06's calculator, over every GPU in the spec table (default: the lesson's 128×128×32 bf16 tile)."""
+    """Notebook 06's calculator, over every GPU in the spec table (default: the worked example's 128×128×32 bf16 tile)."""
     return TileCalculator(**kw)
