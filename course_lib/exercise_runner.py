@@ -90,10 +90,49 @@ def _warm_up() -> None:
     bool((x != 1.0).any())
     (x.astype(cupy.float64) ** 2).reshape(2, 4).sum(axis=1).astype(cupy.float32)
     cupy.full(8, cupy.nan, dtype=cupy.float32)
+    x.reshape(2, 4).T.ravel()
     cupy.cuda.Device().synchronize()
 
 
-CASES = {"scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases}
+# Columns per row count of the transpose: square, tall, wide, and a single element.
+TRANSPOSE_COLS = {1: 1, 31: 33, 257: 100, 1024: 1024, 3001: 999}
+
+
+def _transpose_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .timing import benchmark
+
+    out, guard = {"cases": []}, 64
+    for rows in sizes:
+        cols = TRANSPOSE_COLS[rows]
+        a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32)
+        got = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
+        got[rows * cols:] = 12345.0
+        grid, block = ((cols + 31) // 32, (rows + 31) // 32), (32, 8)
+        fn(grid, block, (got, a, np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(got[:rows * cols], a.T.ravel(), shape=(cols, rows))
+        if wrong is None and bool((got[rows * cols:] != 12345.0).any()):
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = 8192
+        a = cupy.ones((n, n), dtype=cupy.float32)
+        b = cupy.empty((n, n), dtype=cupy.float32)
+        grid, block = (n // 32, n // 32), (32, 8)
+        course = cuda.kernel("transpose", "transpose_padded")
+        mine = benchmark(lambda: fn(grid, block, (b, a, np.int32(n), np.int32(n))), 20)
+        ref = benchmark(lambda: course(grid, block, (b, a, np.int32(n), np.int32(n))), 20)
+        out["timing"] = {"size": n * n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "transpose.transpose_padded", "samples": 20}
+    return out
+
+
+CASES = {"scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
+         "transpose_tile": _transpose_cases}
 
 
 def main(spec_json: str) -> int:

@@ -176,7 +176,87 @@ ROW_SUMS = KernelExercise(
 )
 ROW_SUMS.wrong["the starter (too many registers)"] = ROW_SUMS.starter
 
-EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS)}
+_SHARED_TILE = re.compile(r"__shared__\s+float\s+(\w+)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*\]")
+
+
+def _transpose_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    """The tile's declared shape through the bank model (a warp reading one column of it), and the
+    barrier between the tile's writes and its reads."""
+    from . import memory
+
+    body = _strip_comments(source)
+    m = _SHARED_TILE.search(body)
+    if not m:
+        return [Finding(False, "no shared tile declared as `__shared__ float tile[32][PITCH]`: the transpose "
+                               "goes through a shared-memory tile")]
+    name, rows, pitch = m.group(1), int(m.group(2)), int(m.group(3))
+    out = []
+    if rows < 32 or pitch < 32:
+        out.append(Finding(False, f"{name}[{rows}][{pitch}] is smaller than the 32×32 tile a block moves"))
+    swizzled = re.search(re.escape(name) + r"\s*\[[^\]]*\]\s*\[[^\]]*\^", body) is not None
+    column = memory.bank_conflicts([lane * pitch * 4 for lane in range(32)])
+    if swizzled:
+        out.append(Finding(True, f"{name}'s column index is XORed: a swizzle puts a column's 32 elements in 32 banks"))
+    elif column.ways > 1:
+        out.append(Finding(False, f"a warp reading one column of {name}[{rows}][{pitch}] hits one bank {column.ways} "
+                                  f"times (bank model, {column.wavefronts} wavefronts instead of 1): pad the pitch "
+                                  "or swizzle the column"))
+    else:
+        out.append(Finding(True, f"a column of {name}[{rows}][{pitch}] spans all 32 banks (bank model: 1 wavefront)"))
+    if "__syncthreads" not in body:
+        out.append(Finding(False, "no __syncthreads(): threads would read tile elements other threads have not "
+                                  "written yet"))
+    else:
+        out.append(Finding(True, "a barrier separates the tile's writes from its reads"))
+    out.append(Finding(res.static_smem_bytes >= 32 * 32 * 4, f"{res.static_smem_bytes} B of static shared memory"))
+    return out
+
+
+_TRANSPOSE_SOLUTION = '''extern "C" __global__ void transpose(float* out, const float* in, int rows, int cols) {
+    __shared__ float tile[32][33];   // one float of padding per row: a column spans 32 banks
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    for (int dy = threadIdx.y; dy < 32; dy += blockDim.y) {   // read rows of in, coalesced
+        int r = r0 + dy, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[dy][threadIdx.x] = in[(long long)r * cols + c];
+    }
+    __syncthreads();
+    for (int dy = threadIdx.y; dy < 32; dy += blockDim.y) {   // write rows of out (columns of in)
+        int r = r0 + threadIdx.x, c = c0 + dy;
+        if (r < rows && c < cols) out[(long long)c * rows + r] = tile[threadIdx.x][dy];
+    }
+}
+'''
+
+TRANSPOSE = KernelExercise(
+    name="transpose_tile", notebook="05_shared_memory", kernel="transpose",
+    task=("Write `transpose(float* out, const float* in, int rows, int cols)`: out (cols × rows) = inᵀ, through a "
+          "32×32 shared-memory tile, reading rows of `in` and writing rows of `out` (both coalesced). The launch is "
+          "block (32, 8), grid (⌈cols/32⌉, ⌈rows/32⌉). The checker puts your tile's declared shape through the bank "
+          "model: reading one column must not make a warp hit one bank many times."),
+    starter='''extern "C" __global__ void transpose(float* out, const float* in, int rows, int cols) {
+    __shared__ float tile[32][32];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    // 1. each thread copies tile rows dy = threadIdx.y, threadIdx.y + 8, ... from in (mind the edges)
+    // 2. wait until the whole tile is written
+    // 3. write out's rows from the tile's columns (mind the edges)
+}
+''',
+    hint=("Element (r, c) of the tile is at word r·PITCH + c, in bank (r·PITCH + c) mod 32. A warp reading a column "
+          "keeps c fixed and steps r: with PITCH 32 every lane lands in the same bank. Which PITCH spreads them?"),
+    solution=_TRANSPOSE_SOLUTION,
+    wrong={
+        "no padding (32-way conflicts)": _TRANSPOSE_SOLUTION.replace("tile[32][33];   // one float of padding per row: "
+                                                                     "a column spans 32 banks", "tile[32][32];"),
+        "no barrier": _TRANSPOSE_SOLUTION.replace("    __syncthreads();\n", ""),
+        "no edge check on the writes": _TRANSPOSE_SOLUTION.replace(
+            "        if (r < rows && c < cols) out[(long long)c * rows + r] = tile[threadIdx.x][dy];",
+            "        out[(long long)c * rows + r] = tile[threadIdx.x][dy];"),
+    },
+    sizes=(1, 31, 257, 1024, 3001),
+    static=_transpose_tile_checks,
+)
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE)}
 
 
 def exercise(name: str) -> KernelExercise:

@@ -26,6 +26,7 @@ def test_the_scale_solution_is_timed_beside_the_course_copy():
 @pytest.mark.parametrize("name,label,says", [
     ("scale_grid_stride", "off by one at the tail", "past the end"),
     ("row_sum_squares_budget", "rows past the end", "WRONG"),
+    ("transpose_tile", "no edge check on the writes", "past the end"),
 ])
 def test_wrong_solutions_are_rejected_live(name, label, says):
     verdict = ke.check(name, ke.exercise(name).wrong[label])

@@ -95,3 +95,18 @@ def test_the_time_limit_starts_when_the_child_is_ready_and_a_hang_is_stopped():
     t = time.monotonic()
     assert ke._communicate(p, 1.0) == (["READY"], "hung")
     assert time.monotonic() - t < 10 and p.returncode is not None     # stopped, not left running
+
+
+def test_the_transpose_tile_goes_through_the_bank_model():
+    t = ke.TRANSPOSE
+    unpadded = ke.check("transpose_tile", t.wrong["no padding (32-way conflicts)"])
+    assert not unpadded.correct and "hits one bank 32 times" in unpadded
+    no_barrier = ke.check("transpose_tile", t.wrong["no barrier"])
+    assert not no_barrier.correct and "no __syncthreads()" in no_barrier
+    swizzled = (t.solution.replace("tile[32][33];   // one float of padding per row: a column spans 32 banks", "tile[32][32];")
+                .replace("tile[dy][threadIdx.x] =", "tile[dy][threadIdx.x ^ dy] =")
+                .replace("= tile[threadIdx.x][dy];", "= tile[threadIdx.x][dy ^ threadIdx.x];"))
+    assert ke.check("transpose_tile", swizzled).correct
+    assert "no shared tile declared" in ke.check("transpose_tile", ke.SCALE.solution.replace("scale", "transpose"))
+    pitch_34 = t.solution.replace("tile[32][33]", "tile[32][34]")
+    assert "hits one bank 2 times" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
