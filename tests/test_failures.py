@@ -1,0 +1,172 @@
+"""The failure catalogue: numbering, families, where each is shown, the records it cites, and the quiz."""
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from course_lib import failures
+from course_lib.failures import FAILURES, FAMILIES, Failure
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+RECORDS = ROOT / "data" / "recorded" / "h200"
+
+BLOCKS = {"execution model": range(1, 6), "resources": range(6, 12), "memory and layout": range(12, 17),
+          "tiling and fusion": range(17, 22), "roofline and measurement": range(22, 36)}
+
+
+def _sentences(text: str) -> int:
+    return len(re.findall(r"[.!?](?=\s|$)", text))
+
+
+def _headings(stem: str) -> set[str]:
+    lines = (NOTEBOOKS / f"{stem}.md").read_text(encoding="utf-8").splitlines()
+    return {m.group(1).strip() for ln in lines if (m := re.match(r"^#{2,3} (.+)$", ln))}
+
+
+def test_families_are_the_five_in_order():
+    assert FAMILIES == ("execution model", "resources", "memory and layout", "tiling and fusion",
+                        "roofline and measurement")
+
+
+def test_thirty_five_failures_numbered_in_order_and_in_their_family_blocks():
+    assert len(FAILURES) == 35
+    assert [f.number for f in FAILURES] == list(range(1, 36))
+    assert all(isinstance(f, Failure) for f in FAILURES)
+    for family, numbers in BLOCKS.items():
+        assert [f.number for f in failures.by_family(family)] == list(numbers), family
+    assert {f.family for f in FAILURES} == set(FAMILIES)
+
+
+def test_failures_are_frozen():
+    with pytest.raises(Exception):
+        FAILURES[0].number = 2
+
+
+def test_texts_are_one_mistake_sentence_and_a_short_explanation():
+    for f in FAILURES:
+        assert _sentences(f.mistake) == 1 and f.mistake.endswith("."), (f.number, f.mistake)
+        assert 2 <= _sentences(f.explanation) <= 4, (f.number, f.explanation)
+        assert f.explanation.endswith("."), f.number
+    assert len({f.mistake for f in FAILURES}) == 35
+    assert len({f.explanation for f in FAILURES}) == 35
+
+
+def test_no_text_mentions_source_documents():
+    for f in FAILURES:
+        for field in fields(f):
+            value = getattr(f, field.name)
+            if isinstance(value, str):
+                assert "seed" not in value.lower(), (f.number, field.name)
+                assert "lesson" not in value.lower(), (f.number, field.name)
+
+
+def test_every_notebook_and_section_exists():
+    placed = [f for f in FAILURES if f.notebook is not None]
+    assert len(placed) >= 30
+    for f in FAILURES:
+        if f.notebook is None:
+            assert f.section is None and f.record is None and f.case is None, f.number
+            continue
+        assert (NOTEBOOKS / f"{f.notebook}.md").is_file(), (f.number, f.notebook)
+        assert f.section in _headings(f.notebook), (f.number, f.notebook, f.section)
+
+
+def test_at_least_twenty_are_demonstrated_by_a_recorded_case_that_exists():
+    shown = failures.demonstrated()
+    assert len(shown) >= 20
+    assert shown == [f for f in FAILURES if f.record and f.case]
+    for f in FAILURES:
+        assert (f.record is None) == (f.case is None), f.number
+        if f.record is not None:
+            assert f.notebook is not None, f.number
+    for f in shown:
+        path = RECORDS / f"{f.record}.json"
+        assert path.is_file(), (f.number, f.record)
+        names = [c["name"] for c in json.loads(path.read_text(encoding="utf-8"))["cases"]]
+        assert f.case in names, (f.number, f.record, f.case)
+
+
+def test_the_record_choices_the_course_relies_on():
+    assert failures.failure(25).record == "timing.measuring_correctly"
+    assert failures.failure(26).case.startswith("first call")
+    assert failures.failure(10).record == "occupancy.register_spill"
+    assert failures.failure(3).record == "warps.block_order"
+    assert failures.failure(32).record == "waves.n_sweep"
+    assert failures.failure(12).record == "coalescing.strided_copy"
+    assert failures.failure(20).record.startswith("fusion.")
+
+
+def _anchor_rule(heading: str) -> str:
+    return re.sub(r"[^\w-]", "", heading.lower().replace(" ", "-"))
+
+
+def test_link_uses_jupyter_anchors():
+    f = failures.failure(22)
+    assert failures.link(f) == ("[10_hopper_gemm · The ceiling `mma.sync` cannot pass]"
+                                "(10_hopper_gemm.ipynb#the-ceiling-mmasync-cannot-pass)")
+    for f in FAILURES:
+        text = failures.link(f)
+        if f.notebook is None:
+            assert text is None
+            continue
+        m = re.fullmatch(r"\[(.+) · (.+)\]\((\w+)\.ipynb#([\w-]+)\)", text)
+        assert m, text
+        assert m.group(1) == f.notebook == m.group(3)
+        assert m.group(2) == f.section
+        assert m.group(4) == _anchor_rule(f.section)
+    assert failures.link(Failure(99, "resources", "m.", "e. e.", None, None, None, None)) is None
+
+
+def test_lookup_errors():
+    for bad in (0, 36, -1):
+        with pytest.raises(ValueError, match="failures are numbered 1-35"):
+            failures.failure(bad)
+    assert failures.failure(1).number == 1 and failures.failure(35).number == 35
+    with pytest.raises(ValueError) as err:
+        failures.by_family("caching")
+    for family in FAMILIES:
+        assert family in str(err.value)
+
+
+def test_quiz_right_answer():
+    for f in FAILURES:
+        v = failures.check_answer(f.number, f.family)
+        assert v.correct, f.number
+        assert v.startswith("Correct")
+        assert f.explanation in v
+        if f.notebook is not None:
+            assert failures.link(f) in v
+    assert failures.check_answer(9, "  Resources ").correct
+
+
+def test_quiz_wrong_answer_gives_a_hint_not_the_answer():
+    for f in FAILURES:
+        wrong = next(x for x in FAMILIES if x != f.family)
+        v = failures.check_answer(f.number, wrong)
+        assert not v.correct, f.number
+        assert "Correct" not in v
+        assert f.mistake in v
+        assert f.explanation not in v
+        for family in FAMILIES:
+            assert family in v
+
+
+def test_quiz_unknown_family_lists_the_allowed_ones():
+    for guess in ("caching", "", "memory"):
+        v = failures.check_answer(12, guess)
+        assert not v.correct
+        assert "Correct" not in v
+        for family in FAMILIES:
+            assert f'"{family}"' in v
+    v = failures.check_answer(12, None)
+    assert not v.correct
+    with pytest.raises(ValueError):
+        failures.check_answer(36, "resources")
+
+
+def test_module_is_pure():
+    source = (ROOT / "course_lib" / "failures.py").read_text(encoding="utf-8")
+    assert not re.search(r"^\s*(import|from)\s+(cupy|torch|json|pathlib)\b", source, re.M)
