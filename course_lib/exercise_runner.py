@@ -91,6 +91,8 @@ def _warm_up() -> None:
     (x.astype(cupy.float64) ** 2).reshape(2, 4).sum(axis=1).astype(cupy.float32)
     cupy.full(8, cupy.nan, dtype=cupy.float32)
     x.reshape(2, 4).T.ravel()
+    y = x.reshape(2, 4).astype(cupy.float64)
+    bool((~(cupy.abs((y @ y.T).ravel() - 1.0) <= 1.0)).any())
     cupy.cuda.Device().synchronize()
 
 
@@ -131,7 +133,49 @@ def _transpose_cases(fn, sizes, time_it: bool) -> dict:
     return out
 
 
-CASES = {"scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
+def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .kernel_exercises import GEMM_SHAPES
+    from .timing import benchmark
+
+    out, guard = {"cases": []}, 64
+    for index in sizes:
+        m, n, k = GEMM_SHAPES[index]
+        rng = cupy.random.default_rng(index)
+        a = rng.random((m, k), dtype=cupy.float32) - 0.5
+        b = rng.random((k, n), dtype=cupy.float32) - 0.5
+        c = cupy.full(m * n + guard, cupy.nan, dtype=cupy.float32)
+        c[m * n:] = 12345.0
+        fn(((n + 63) // 64, (m + 63) // 64), (512,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
+        cupy.cuda.Device().synchronize()
+        want = (a.astype(cupy.float64) @ b.astype(cupy.float64)).ravel()
+        got = c[:m * n].astype(cupy.float64)
+        tol = 1e-5 * max(1.0, k / 1024) * float(cupy.abs(want).max())
+        bad = ~(cupy.abs(got - want) <= tol)
+        wrong = None
+        if bool(bad.any()):
+            i = int(cupy.argmax(bad))
+            wrong = f"first wrong element at row {i // n}, column {i % n}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
+        elif bool((c[m * n:] != 12345.0).any()):
+            wrong = "it wrote past the end of C"
+        out["cases"].append({"size": f"{m}×{n}×{k}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(x["passed"] for x in out["cases"]):
+        n = 2048
+        a = cupy.ones((n, n), dtype=cupy.float32)
+        c = cupy.empty((n, n), dtype=cupy.float32)
+        course = cuda.kernel("gemm_fp32", "sgemm_reg1d")
+        args = (a, a, c, np.int32(n), np.int32(n), np.int32(n))
+        mine = benchmark(lambda: fn((n // 64, n // 64), (512,), args), 20)
+        ref = benchmark(lambda: course((n // 64, n // 64), (512,), args), 20)
+        out["timing"] = {"size": f"{n}×{n}×{n}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "gemm_fp32.sgemm_reg1d", "samples": 20}
+    return out
+
+
+CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
          "transpose_tile": _transpose_cases}
 
 

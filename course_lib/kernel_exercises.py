@@ -56,6 +56,10 @@ class KernelExercise:
     sizes: tuple[int, ...]           # the adversarial problem sizes a live run uses
     static: Callable[[str, cuda.KernelResources], list[Finding]] = field(default=lambda src, res: [])
     min_cc: float = 7.5
+    size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
+
+    def sizes_text(self) -> str:
+        return ", ".join(self.size_labels) if self.size_labels else "n = " + ", ".join(f"{s:,}" for s in self.sizes)
 
     def static_findings(self, source: str, res: cuda.KernelResources) -> list[Finding]:
         return list(self.static(source, res))
@@ -256,7 +260,89 @@ TRANSPOSE = KernelExercise(
     static=_transpose_tile_checks,
 )
 
-EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE)}
+GEMM_SHAPES = ((1, 1, 1), (65, 63, 9), (127, 129, 33), (512, 512, 512), (1000, 333, 77))
+
+
+def _register_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    barriers = body.count("__syncthreads")
+    return [
+        Finding(res.static_smem_bytes >= 2 * 8 * 64 * 4,
+                f"{res.static_smem_bytes} B of static shared memory (the 64×8 and 8×64 stage tiles need 4,096)"),
+        Finding(barriers >= 2, f"{barriers} __syncthreads() in the source" + (
+            "" if barriers >= 2 else ": a stage needs one after its tiles are written and one after they are read, "
+                                     "or the next stage's loads overwrite tiles other threads are still reading")),
+        Finding(not res.spills, "no spills" if not res.spills else f"spills {res.spill_store_bytes} B: the "
+                                                                  "accumulators went to local memory"),
+    ]
+
+
+_TILE_GEMM_SOLUTION = '''extern "C" __global__ __launch_bounds__(512) void sgemm_tile(const float* A, const float* B, float* C,
+                                                             int M, int N, int K) {
+    __shared__ float a_tile[8][64];   // a_tile[k][row]: a thread's 8 rows are adjacent
+    __shared__ float b_tile[8][64];   // b_tile[k][col]
+    const int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64, t = threadIdx.x;
+    const int my_col = t % 64, my_rows = (t / 64) * 8;          // 8 outputs of one column
+    float out[8] = {0.f};
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        int r = row0 + t / 8, k = k0 + t % 8;                   // 512 threads load 64 x 8 of A ...
+        a_tile[t % 8][t / 8] = (r < M && k < K) ? A[(long long)r * K + k] : 0.f;
+        int kb = k0 + t / 64, c = col0 + t % 64;                // ... and 8 x 64 of B
+        b_tile[t / 64][t % 64] = (kb < K && c < N) ? B[(long long)kb * N + c] : 0.f;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            const float b = b_tile[kk][my_col];                 // one shared load feeds 8 FMAs
+#pragma unroll
+            for (int i = 0; i < 8; ++i) out[i] += a_tile[kk][my_rows + i] * b;
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 8; ++i) {
+        int r = row0 + my_rows + i, c = col0 + my_col;
+        if (r < M && c < N) C[(long long)r * N + c] = out[i];
+    }
+}
+'''
+
+TILE_GEMM = KernelExercise(
+    name="register_tile_gemm", notebook="06_gemm_ladder", kernel="sgemm_tile",
+    task=("Write the ladder's 1-D register-tile rung yourself: `sgemm_tile(const float* A, const float* B, float* C, "
+          "int M, int N, int K)`, fp32, row-major, C = A·B. Launch: block (512), grid (⌈N/64⌉, ⌈M/64⌉): a block owns a "
+          "64×64 tile of C, stages 64×8 of A and 8×64 of B in shared memory per step of K, and each thread keeps 8 "
+          "outputs of one column in registers, so one shared load of B feeds 8 multiply-adds. Any M, N, K must work."),
+    starter='''extern "C" __global__ __launch_bounds__(512) void sgemm_tile(const float* A, const float* B, float* C,
+                                                             int M, int N, int K) {
+    __shared__ float a_tile[8][64];
+    __shared__ float b_tile[8][64];
+    const int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64, t = threadIdx.x;
+    const int my_col = t % 64, my_rows = (t / 64) * 8;
+    float out[8] = {0.f};
+    // for each step of 8 along K: load the two tiles (zeros outside the matrices), wait,
+    // accumulate out[i] += A[my_rows + i][k] * B[k][my_col], wait again
+    for (int i = 0; i < 8; ++i) {
+        int r = row0 + my_rows + i, c = col0 + my_col;
+        if (r < M && c < N) C[(long long)r * N + c] = out[i];
+    }
+}
+''',
+    hint=("512 threads load 512 elements of each tile: thread t takes A's row t/8, column t%8, and B's row t/64, "
+          "column t%64. Store A transposed (a_tile[k][row]) so a thread's 8 rows are adjacent. Two barriers per step."),
+    solution=_TILE_GEMM_SOLUTION,
+    wrong={
+        "one barrier per step": _TILE_GEMM_SOLUTION.replace(
+            "            for (int i = 0; i < 8; ++i) out[i] += a_tile[kk][my_rows + i] * b;\n        }\n        __syncthreads();",
+            "            for (int i = 0; i < 8; ++i) out[i] += a_tile[kk][my_rows + i] * b;\n        }"),
+        "no zeros outside the matrices": _TILE_GEMM_SOLUTION.replace(
+            "(r < M && k < K) ? A[(long long)r * K + k] : 0.f", "A[(long long)r * K + k]").replace(
+            "(kb < K && c < N) ? B[(long long)kb * N + c] : 0.f", "B[(long long)kb * N + c]"),
+    },
+    sizes=tuple(range(len(GEMM_SHAPES))),
+    size_labels=tuple(f"{m}×{n}×{k}" for m, n, k in GEMM_SHAPES),
+    static=_register_tile_checks,
+)
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE, TILE_GEMM)}
 
 
 def exercise(name: str) -> KernelExercise:
@@ -367,18 +453,20 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
         return False, [run["sanitizer"]]
     lines, ok = [], True
     for case in run.get("cases", []):
+        size = case["size"] if isinstance(case["size"], str) else f"n = {case['size']:,}"
         if case["passed"]:
-            lines.append(f"  n = {case['size']:,}: correct")
+            lines.append(f"  {size}: correct")
         else:
             ok = False
-            lines.append(f"  n = {case['size']:,}: WRONG. {case['first_wrong']}")
+            lines.append(f"  {size}: WRONG. {case['first_wrong']}")
     if run.get("error"):
         ok = False
         lines.append(f"The launch failed: {run['error']}. CUDA errors such as an illegal address come from reading "
                      "or writing outside an array; the checker's process ended, this notebook's did not.")
     if "timing" in run:
         t = run["timing"]
-        lines.append(f"Timed at n = {t['size']:,}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
+        size = t["size"] if isinstance(t["size"], str) else f"n = {t['size']:,}"
+        lines.append(f"Timed at {size}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
                      f"{t['course_us']:.1f} µs for the same bytes (medians of {t['samples']}, CUDA events, GPU held).")
     if "sanitizer_lines" in run:
         lines.append("compute-sanitizer memcheck:")
@@ -409,8 +497,8 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     static_ok = all(f.ok for f in findings)
     if not live:
         lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
-                     "the static checks above. Not checked: its results at n = "
-                     f"{', '.join(f'{s:,}' for s in ex.sizes)} against the reference, and its speed. "
+                     f"the static checks above. Not checked: its results at {ex.sizes_text()} "
+                     "against the reference, and its speed. "
                      "Open this notebook on a CUDA GPU (see the README) to run it.")
         return Verdict("\n".join(lines), static_ok)
     run = _run_child(ex, cubin, time_limit_s, sanitize, time_it=static_ok)

@@ -17,6 +17,7 @@ def test_reference_solutions_are_correct_at_every_size(name):
     verdict = ke.check(name, ke.exercise(name).solution)
     assert verdict.correct, verdict
     assert verdict.count(": correct") == len(ke.exercise(name).sizes)
+    assert "Timed at" in verdict or name == "row_sum_squares_budget"
 
 
 def test_the_scale_solution_is_timed_beside_the_course_copy():
@@ -27,6 +28,7 @@ def test_the_scale_solution_is_timed_beside_the_course_copy():
     ("scale_grid_stride", "off by one at the tail", "past the end"),
     ("row_sum_squares_budget", "rows past the end", "WRONG"),
     ("transpose_tile", "no edge check on the writes", "past the end"),
+    ("register_tile_gemm", "no zeros outside the matrices", "WRONG"),
 ])
 def test_wrong_solutions_are_rejected_live(name, label, says):
     verdict = ke.check(name, ke.exercise(name).wrong[label])

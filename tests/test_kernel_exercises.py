@@ -110,3 +110,12 @@ def test_the_transpose_tile_goes_through_the_bank_model():
     assert "no shared tile declared" in ke.check("transpose_tile", ke.SCALE.solution.replace("scale", "transpose"))
     pitch_34 = t.solution.replace("tile[32][33]", "tile[32][34]")
     assert "hits one bank 2 times" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
+
+
+def test_the_register_tile_gemm_needs_its_tiles_and_both_barriers():
+    t = ke.TILE_GEMM
+    one = ke.check("register_tile_gemm", t.wrong["one barrier per step"])
+    assert not one.correct and "1 __syncthreads() in the source" in one
+    starter = ke.check("register_tile_gemm", t.starter)
+    assert not starter.correct and "0 B of static shared memory" in starter
+    assert "1000×333×77" in ke.check("register_tile_gemm", t.solution)   # the shapes a live run uses, named
