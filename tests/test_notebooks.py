@@ -46,3 +46,34 @@ def test_analytic_cells_are_output_checked():
     assert len(marked) >= 4
     outputs = "".join(text(c["outputs"]) for c in marked)
     assert "B200 ridge: 250 FLOP/byte" in outputs and "0.9995" in outputs and "2.0 ms" in outputs
+
+
+REFUSALS = ("Not quite", "Not yet", "Not answered", "Not this", "Answer ", "WRONG", "Not correct")
+
+
+def reference_blocks(path):
+    """The code cells of each "Reference solution" block: from that paragraph to the next heading or exercise."""
+    blocks, current = [], None
+    for c in json.loads(path.read_text())["cells"]:
+        src = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            if "Reference solution" in src:
+                current = []
+                blocks.append(current)
+            elif src.lstrip().startswith(("#", "**")) or "write-it-yourself" in src:
+                current = None
+            continue
+        if current is not None:
+            current.append(c)
+    return blocks
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_reference_solution_passes_its_check(path):
+    blocks = reference_blocks(path)
+    assert blocks, "the notebook has a reference solution"
+    for cells in blocks:
+        said = "\n".join(text(c["outputs"]) + "".join(str(o.get("data", {}).get("text/plain", "")) for o in c["outputs"])
+                         for c in cells)
+        assert "Correct" in said, f"a reference solution that no check accepted:\n{said[:400]}"
+        assert not any(r in said for r in REFUSALS), f"a check refused a reference solution:\n{said[:400]}"
