@@ -163,6 +163,9 @@ def tile_estimate(block_m: int, block_n: int, block_k: int, stages: int, dtype: 
         raise ValueError(f"registers per thread must be a whole number of at least 1; got {regs!r}")
     smem = staging_bytes(block_m, block_n, block_k, b, stages)
     problems = []
+    if dtype not in gpu.dtypes:
+        problems.append(f"{gpu.name} (compute capability {gpu.compute_capability}) has no {dtype} arithmetic on its "
+                        f"datasheet (it lists {', '.join(gpu.dtypes)}): a {dtype} tile cannot run there")
     if threads > MAX_THREADS_PER_BLOCK:
         problems.append(f"{threads} threads per block is over the limit of {MAX_THREADS_PER_BLOCK}")
     if threads % WARP:

@@ -246,3 +246,9 @@ def test_runnable_engines_lists_cp_async_and_the_tma_only_where_it_runs():
     assert lab_gemm.runnable_engines("9.0", 4096, 4096) == ["cp.async", "tma"]
     assert lab_gemm.runnable_engines("9.0", 77, 4096) == ["cp.async"]
     assert lab_gemm.runnable_engines("8.0", 4096, 4096) == ["cp.async"]
+
+
+def test_a_dtype_the_gpu_cannot_compute_in_does_not_fit():
+    t4 = tiling.tile_estimate(128, 128, 32, 2, "bf16", 256, 64, SPECS["t4"])
+    assert not t4.fits and "has no bf16 arithmetic" in t4.problems[0] and "cannot run there" in t4.problems[0]
+    assert tiling.tile_estimate(128, 128, 32, 2, "bf16", 256, 64, SPECS["l4"]).fits
