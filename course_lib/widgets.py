@@ -96,9 +96,24 @@ class RooflineCalculator:
             raise ValueError(f"N must be at least 1 (a {n}×{n} matrix has no elements)")
         return roofline.square_gemm(n, self.dtype.value, self.selected_gpu())
 
+    def _show_roofs(self) -> None:
+        """The greyed boxes show the chosen GPU's own roofs (for the chosen dtype), not stale ones."""
+        g = self.gpus[self.gpu.value]
+        self._syncing = True
+        try:
+            if self.dtype.value in g.peak_flop_per_s:
+                self.peak_tflops.value = round(g.peak(self.dtype.value) / TERA, 1)
+            self.bandwidth_tbps.value = round(g.hbm_bandwidth_bytes_per_s / TERA, 3)
+        finally:
+            self._syncing = False
+
     def _refresh(self, change=None):
+        if getattr(self, "_syncing", False):
+            return
         custom = self.gpu.value == CUSTOM
         self.peak_tflops.disabled = self.bandwidth_tbps.disabled = not custom
+        if not custom:
+            self._show_roofs()
         if 16 <= self.n.value <= 16384 and self.n_slider.value != self.n.value:
             self.n_slider.value = (self.n.value // 16) * 16 or 16
         try:

@@ -89,3 +89,17 @@ def test_custom_gpu_uses_typed_roofs(calc):
     calc.bandwidth_tbps.value = 1.5
     assert shown(calc, "course-ridge") == "200.0"
     assert not calc.peak_tflops.disabled
+
+
+def test_the_roofline_calculators_greyed_roofs_follow_the_chosen_gpu():
+    from course_lib import widgets
+
+    c = widgets.roofline_calculator()
+    assert (c.peak_tflops.value, c.bandwidth_tbps.value) == (2000.0, 8.0)   # the round-number B200
+    c.gpu.value = SPECS["h200"].name
+    assert (c.peak_tflops.value, c.bandwidth_tbps.value) == (989.4, 4.8) and c.peak_tflops.disabled
+    c.dtype.value = "fp32"
+    assert c.peak_tflops.value == 67.0
+    c.gpu.value = widgets.CUSTOM
+    c.peak_tflops.value, c.bandwidth_tbps.value = 100.0, 1.0
+    assert not c.peak_tflops.disabled and "custom GPU" in c.answer.value
