@@ -210,7 +210,8 @@ class BankCalculator:
                                   layout=W.Layout(width="330px"))
         self.access_bytes = W.Dropdown(options=self.SIZES, value=access_bytes, description="word", style=style,
                                        layout=W.Layout(width="260px"))
-        self.pitch = W.IntText(value=pitch, description="row pitch", style=style, layout=W.Layout(width="170px"))
+        self.pitch = W.IntText(value=pitch, description="row pitch (elements)", style=style,
+                               layout=W.Layout(width="210px"))
         self.stride = W.IntText(value=stride, description="stride", style=style, layout=W.Layout(width="170px"))
         self.index = W.IntText(value=index, description="row / col", style=style, layout=W.Layout(width="170px"))
         self.lanes = W.IntSlider(value=active_lanes, min=1, max=32, description="active lanes", style=style)

@@ -60,14 +60,17 @@ class TileCalculator:
         self.gpu = W.Dropdown(options=list(self.gpus), value=SPECS[gpu].name, description="GPU",
                               layout=W.Layout(width="380px"))
         self.dtype = W.Dropdown(options=list(tiling.TILE_DTYPES), value=dtype, description="dtype")
-        box = lambda v, d: W.BoundedIntText(value=v, min=0, max=1 << 16, description=d,
-                                            layout=W.Layout(width="200px"))
+        # Plain integer boxes: an impossible value reaches the model, which says what is wrong with it,
+        # instead of a bounded box clamping it silently.
+        box = lambda v, d: W.IntText(value=v, description=d, layout=W.Layout(width="200px"),
+                                     style={"description_width": "initial"})
         self.block_m, self.block_n, self.block_k = box(block_m, "B_M"), box(block_n, "B_N"), box(block_k, "B_K")
         self.stages = box(stages, "stages")
         self.threads = box(threads, "threads")
         self.outputs = box(outputs_per_thread, "outputs/thread")
-        self.registers = box(ESTIMATE, "registers")
-        self.registers.tooltip = "registers per thread from the compiler; 0 = estimate"
+        self.registers = box(ESTIMATE, "registers (0 = estimate)")
+        self.registers.layout.width = "240px"
+        self.registers.tooltip = "registers per thread from the compiler's report; 0 = let the calculator estimate"
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.controls = (self.gpu, self.dtype, self.block_m, self.block_n, self.block_k, self.stages, self.threads,
@@ -80,6 +83,9 @@ class TileCalculator:
         self._refresh()
 
     def estimate(self) -> tiling.TileEstimate:
+        if self.registers.value < 0:
+            raise ValueError(f"registers per thread cannot be negative (you typed {self.registers.value}); "
+                             "type the compiler's count, or 0 to estimate")
         regs = self.registers.value or None
         return tiling.tile_estimate(self.block_m.value, self.block_n.value, self.block_k.value, self.stages.value,
                                     self.dtype.value, self.threads.value, self.outputs.value,

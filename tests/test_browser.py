@@ -266,7 +266,7 @@ def bank_model(nb: LabNotebook, calc, after: str) -> None:
         try:
             r = memory.bank_conflicts(memory.shared_addresses(
                 pattern_of[nb.read(calc, "widget-dropdown", "pattern")], b, stride=nb.read_int(calc, "stride"),
-                pitch=nb.read_int(calc, "row pitch"), index=nb.read_int(calc, "row / col"),
+                pitch=nb.read_int(calc, "row pitch (elements)"), index=nb.read_int(calc, "row / col"),
                 active_lanes=nb.read_int(calc, "active lanes", "widget-hslider"), seed=nb.read_int(calc, "seed")), b)
         except ValueError as exc:
             return error_expected(exc)
@@ -280,7 +280,7 @@ def bank_scenario(nb: LabNotebook, calc) -> None:
     """The lesson's fix: pad the row pitch to 33 and the column read is conflict-free; then 8-byte words."""
     from playwright.sync_api import expect
 
-    nb.make(calc, typed("row pitch", 33))
+    nb.make(calc, typed("row pitch (elements)", 33))
     bank_model(nb, calc, "typing row pitch 33")
     if nb.read(calc, "widget-dropdown", "pattern") == "column of the tile" and \
             nb.read(calc, "widget-dropdown", "word") == "4 B (float)":
@@ -292,7 +292,7 @@ def bank_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 06: GEMM tiles
 
 TILE_BOXES = {"bm": "B_M", "bn": "B_N", "bk": "B_K", "stages": "stages", "threads": "threads",
-              "outputs": "outputs/thread", "registers": "registers"}
+              "outputs": "outputs/thread", "registers": "registers (0 = estimate)"}
 
 
 def tile_model(nb: LabNotebook, calc, after: str) -> None:
@@ -383,7 +383,7 @@ CALCULATORS = [
     CalculatorCase(id="04_sectors", notebook="04_coalescing.ipynb", anchor="offset (B)",
                    move=slider("active lanes", "ArrowLeft"), screenshot="sector_calculator.png",
                    model=sector_model, scenario=sector_scenario),
-    CalculatorCase(id="05_banks", notebook="05_shared_memory.ipynb", anchor="row pitch",
+    CalculatorCase(id="05_banks", notebook="05_shared_memory.ipynb", anchor="row pitch (elements)",
                    move=slider("active lanes", "ArrowLeft"), screenshot="bank_calculator.png",
                    model=bank_model, scenario=bank_scenario),
     # 5 stages on the T4 of the scenario: 80 KiB of staging, over its 64 KiB: "does not fit".

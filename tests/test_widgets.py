@@ -103,3 +103,16 @@ def test_the_roofline_calculators_greyed_roofs_follow_the_chosen_gpu():
     c.gpu.value = widgets.CUSTOM
     c.peak_tflops.value, c.bandwidth_tbps.value = 100.0, 1.0
     assert not c.peak_tflops.disabled and "custom GPU" in c.answer.value
+
+
+def test_the_tile_calculator_names_impossible_entries_instead_of_clamping_them():
+    from course_lib import widgets_tiling
+
+    c = widgets_tiling.tile_calculator()
+    c.stages.value = -1
+    assert c.stages.value == -1 and "stages must be a whole number of at least 1; got -1" in c.answer.value
+    c.stages.value = 2
+    c.registers.value = -5
+    assert "cannot be negative" in c.answer.value
+    c.registers.value = 0
+    assert "estimated" in c.answer.value and "0 = estimate" in c.registers.description
