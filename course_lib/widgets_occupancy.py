@@ -92,7 +92,7 @@ def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.Lane
                  "—" if a.address_bytes is None else f"{a.address_bytes:,}", a.status]
         rows.append(f'<tr style="{colour[a.status]}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
                     + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("lane", "thread", "tile element", "local (row, col)",
+    head = "".join(f'<th style="padding:0 8px">{h}</th>' for h in ("lane", "thread", "tile element", "local (row, col)",
                                              f"{operand} (row, col)", "offset (elements)", "byte address", ""))
     edge = (f"an edge tile: {tile.valid_rows} × {tile.valid_cols} of its {tile.block_m} × {tile.block_n} "
             f"outputs are inside C, {tile.masked_elements:,} masked" if tile.is_edge else "an interior tile")
@@ -107,8 +107,9 @@ def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.Lane
         f"Stage k0 = {k0}: this warp's lanes load {span('course-loading', s.loading)}, "
         f"{span('course-masked', s.masked)} masked, {span('course-idle', s.idle)} idle; "
         f"{s.bytes_requested} bytes requested in {span('course-sectors', s.sectors)} 32-byte sectors"
+        f'<details style="margin-top:4px"><summary>the warp lane by lane (32 rows: open to read)</summary>'
         f'<table style="font-size:85%;margin-top:4px"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-        f"</tbody></table><small>analytic: launch_geometry from the sizes and strides above</small></div>")
+        f"</tbody></table></details><small>analytic: launch_geometry from the sizes and strides above</small></div>")
 
 
 # --------------------------------------------------------------------------- notebook 03
@@ -239,7 +240,8 @@ def render_residency(r: occ.Residency, b: occ.SmBudget) -> str:
         f'<div class="course-calc-result" data-binding="{html.escape(r.limiter)}">'
         f"<b>{html.escape(b.name)}</b>: {r.threads_per_block} threads/block ({r.warps_per_block} warps), "
         f"{r.registers_per_thread} registers/thread, {occ.fmt_bytes(r.smem_per_block_bytes)} shared memory/block"
-        f'<table style="font-size:90%">{"".join(rows)}</table>'
+        f'<table style="font-size:90%"><thead><tr><th style="text-align:left">resource: its ceiling</th>'
+        f'<th>blocks it allows</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
         f"Resident blocks per SM: <b>{span('course-resident-blocks', r.resident_blocks)}</b>, limited by "
         f"<b>{span('course-binding', r.limiter)}</b><br>"
         f"Active warps: {span('course-active-warps', r.active_warps)} of {r.max_warps_per_sm}; occupancy "
