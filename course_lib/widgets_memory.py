@@ -67,8 +67,8 @@ def render_sectors(c: memory.SectorCount) -> str:
         rows.append("<tr>" + "".join(tds) + "</tr>")
     grid = f'<table style="border-collapse:collapse;margin:4px 0">{"".join(rows)}</table>'
     legend = ('<small><span style="background:#4c72b0;color:white">&nbsp;requested&nbsp;</span> '
-              '<span style="background:#f3c99b">&nbsp;fetched, unused&nbsp;</span> '
-              '<span style="background:#f4f4f4">&nbsp;not fetched&nbsp;</span>; thick lines: 32-byte sector '
+              '<span style="background:#f3c99b;color:#222">&nbsp;fetched, unused&nbsp;</span> '
+              '<span style="background:#f4f4f4;color:#222">&nbsp;not fetched&nbsp;</span>; thick lines: 32-byte sector '
               "boundaries; each row is one 128-byte line</small>")
     return (f'<div class="course-calc-result">{grid}{legend}<br>'
             f'Sectors touched: <b class="course-sectors">{c.n_sectors}</b> '
