@@ -209,18 +209,37 @@ def shape_label(m: int, n: int, k: int) -> str:
 
 # --------------------------------------------------------------------------- experiments
 
+def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples: int):
+    """Each variant (kernel, defines, shared bytes at least) run once and checked against cuBLAS's
+    result ``ref``, then all timed call by call in turn with cuBLAS: (cuBLAS's timing,
+    {name: (timing, check)})."""
+    import torch
+
+    from .timing import benchmark_interleaved
+
+    m, n = a.shape[0], b.shape[0]
+    outs, checks = {}, {}
+    for name, (kernel, defines, smem) in variants.items():
+        outs[name] = _nan_output(m, n)
+        run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
+        checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
+    calls = [lambda: torch.mm(ta, tb.t())] + [
+        lambda v=v, name=name: run(v[0], a, b, outs[name], v[1], smem_bytes_at_least=v[2]) for name, v in variants.items()]
+    t_lib, *times = benchmark_interleaved(calls, samples)
+    return t_lib, {name: (t, checks[name]) for name, t in zip(variants, times)}
+
+
 LADDER_SHAPES = [[2048, 2048, 2048], [4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]]
 
 
 @experiment("hopper.ladder",
-            "The five rungs of the Hopper GEMM beside cuBLAS bf16 (torch.mm(a, b.t()), the same K-major "
+            "The rungs of the Hopper GEMM beside cuBLAS bf16 (torch.mm(a, b.t()), the same K-major "
             "problem), each checked against cuBLAS, all timed call by call in turn in one run.",
             shapes=LADDER_SHAPES, samples=30)
 def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
     import torch
 
     from .hardware import detect
-    from .timing import benchmark_interleaved
 
     require_hopper(detect().compute_capability)
     cases = []
@@ -228,24 +247,19 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
         a, b, ta, tb = _operands(m, n, k, 11)
         lib = torch.mm(ta, tb.t())
         ref = _cupy(lib.float())
-        outputs, checks = {}, {}
-        for r in RUNGS:
-            c = outputs[r.kernel] = _nan_output(m, n)
-            run(r, a, b, c)
-            checks[r.kernel] = check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
-        calls = [lambda: torch.mm(ta, tb.t())] + [lambda r=r: run(r, a, b, outputs[r.kernel]) for r in RUNGS]
-        t_lib, *t_rungs = benchmark_interleaved(calls, samples)
+        t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
         flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
         exact = torch.mm(ta.double(), tb.double().t())
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
             flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()))))
-        for r, t in zip(RUNGS, t_rungs):
+        for r in RUNGS:
+            t, check = timed[r.kernel]
             cases.append(require_passed(Case(
                 f"{r.kernel}, {label}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), flop, nbytes, checks[r.kernel], _launch(r, m, n),
+                list(t.samples_s), flop, nbytes, check, _launch(r, m, n),
                 extra={"defines": hg_macros(), "timing": "interleaved call by call with cuBLAS and the other rungs"})))
-        del a, b, ta, tb, lib, ref, outputs, exact
+        del a, b, ta, tb, lib, ref, timed, exact
     return cases
 
 
@@ -389,33 +403,26 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
     import torch
 
     from .hardware import detect
-    from .timing import benchmark_interleaved
 
     require_hopper(detect().compute_capability)
     cases = []
-    wanted = [(v, ABLATIONS[v]) for v in variants]
     for m, n, k in shapes:
         a, b, ta, tb = _operands(m, n, k, 31)
         ref = _cupy(torch.mm(ta, tb.t()).float())
-        outs, checks = {}, {}
-        for name, (kernel, defines, smem, _) in wanted:
-            outs[name] = _nan_output(m, n)
-            run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
-            checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
-        calls = [lambda: torch.mm(ta, tb.t())] + [
-            lambda v=v, name=name: run(v[0], a, b, outs[name], v[1], smem_bytes_at_least=v[2]) for name, v in wanted]
-        t_lib, *t_var = benchmark_interleaved(calls, samples)
+        t_lib, timed = _timed_beside_cublas({v: ABLATIONS[v][:3] for v in variants}, a, b, ta, tb, ref, samples)
         flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
             flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
-        for (name, (kernel, defines, smem, _)), t in zip(wanted, t_var):
+        for name in variants:
+            kernel, defines, smem, _ = ABLATIONS[name]
+            t, check = timed[name]
             launch = _launch(rung(kernel), m, n, defines)
             launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
             cases.append(require_passed(Case(
                 f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", list(t.samples_s),
-                flop, nbytes, checks[name], launch, extra={"defines": defines})))
-        del a, b, ta, tb, ref, outs
+                flop, nbytes, check, launch, extra={"defines": defines})))
+        del a, b, ta, tb, ref, timed
     return cases
 
 
@@ -497,25 +504,20 @@ def profile(shape: list[int], samples: int) -> list[Case]:
 
     from . import profiler
     from .hardware import detect
-    from .timing import benchmark_interleaved
 
     require_hopper(detect().compute_capability)
     m, n, k = shape
     a, b, ta, tb = _operands(m, n, k, 51)
     ref = _cupy(torch.mm(ta, tb.t()).float())
-    outs = {r.kernel: _nan_output(m, n) for r in RUNGS}
-    for r in RUNGS:
-        run(r, a, b, outs[r.kernel])
-    calls = [lambda: torch.mm(ta, tb.t())] + [lambda r=r: run(r, a, b, outs[r.kernel]) for r in RUNGS]
-    t_lib, *t_rungs = benchmark_interleaved(calls, samples)
+    t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
     flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
     cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
                   list(t_lib.samples_s), flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0))]
-    for r, t in zip(RUNGS, t_rungs):
+    for r in RUNGS:
+        t, check = timed[r.kernel]
         cases.append(require_passed(Case(
             f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
-            check_close(bf16_bits_to_float32(outs[r.kernel]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()),
-            _launch(r, m, n))))
+            check, _launch(r, m, n))))
     try:
         profiles = profiler.ncu_metrics(_profile_script(m, n, k), PROFILE_METRICS, CUBLAS_AND_RUNGS)
         ours = [p for p in profiles if p.function.startswith("hgemm_")]

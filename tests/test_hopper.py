@@ -203,3 +203,32 @@ def test_exercise_checks(recorded):
     assert check_costliest(recorded["ablations"], shape, "rung 1 held to one block per SM").correct
     assert not check_costliest(recorded["ablations"], shape, "no setmaxnreg").correct
     assert "Answer with one of" in check_costliest(recorded["ablations"], shape, "something else")
+
+
+def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
+    """The orchestration behind the ladder, ablation and profile experiments, without a GPU: every
+    variant runs once and is checked, then cuBLAS and the variants are timed call by call, in order."""
+    import torch
+
+    from course_lib import timing
+
+    launched, checked = [], []
+    monkeypatch.setattr(lab_hopper, "_nan_output", lambda m, n: {"shape": (m, n)})
+    monkeypatch.setattr(lab_hopper, "run", lambda kernel, a, b, c, defines=None, smem_bytes_at_least=0:
+                        launched.append((kernel, tuple(sorted((defines or {}).items())), smem_bytes_at_least)))
+    monkeypatch.setattr(lab_hopper, "bf16_bits_to_float32", lambda c: c)
+    monkeypatch.setattr(lab_hopper, "check_close", lambda got, ref, what, tol: checked.append(got) or {"passed": True})
+
+    def interleaved(calls, samples):
+        for fn in calls:
+            fn()
+        return [f"timing {i}" for i in range(len(calls))]
+
+    monkeypatch.setattr(timing, "benchmark_interleaved", interleaved)
+    a, b = torch.zeros(3, 8), torch.zeros(5, 8)
+    variants = {"first": ("hgemm_5_persistent", {}, 0), "second": ("hgemm_1_tma_wgmma", {"HG_STAGES": 3}, 4096)}
+    t_lib, timed = lab_hopper._timed_beside_cublas(variants, a, b, a, b, None, 20)
+    assert t_lib == "timing 0" and timed == {"first": ("timing 1", {"passed": True}), "second": ("timing 2", {"passed": True})}
+    once = [("hgemm_5_persistent", (), 0), ("hgemm_1_tma_wgmma", (("HG_STAGES", 3),), 4096)]
+    assert launched == once + once          # checked once each, then once each inside the timing
+    assert [c["shape"] for c in checked] == [(3, 5), (3, 5)]
