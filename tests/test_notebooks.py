@@ -77,3 +77,15 @@ def test_every_reference_solution_passes_its_check(path):
                          for c in cells)
         assert "Correct" in said, f"a reference solution that no check accepted:\n{said[:400]}"
         assert not any(r in said for r in REFUSALS), f"a check refused a reference solution:\n{said[:400]}"
+
+
+def test_each_notebook_but_the_last_links_the_next_one_and_the_readme_links_them_all():
+    import re
+
+    readme = (NOTEBOOKS[0].parent.parent / "README.md").read_text()
+    for path, following in zip(NOTEBOOKS, NOTEBOOKS[1:]):
+        md = path.with_suffix(".md").read_text()
+        nexts = re.findall(r"^\*\*Next:\*\* \[[^\]]+\]\(([\w.]+)\)", md, re.M)
+        assert nexts == [following.name], f"{path.name} must end by linking {following.name}"
+    for path in NOTEBOOKS:
+        assert f"](notebooks/{path.name})" in readme, f"the README's course map does not link {path.name}"
