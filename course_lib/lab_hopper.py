@@ -207,6 +207,13 @@ def shape_label(m: int, n: int, k: int) -> str:
     return f"{m}×{n}×{k}"
 
 
+def gemm_work(m: int, n: int, k: int) -> tuple[float, float]:
+    """(FLOPs, compulsory bytes) of a bf16 M×N×K product: the roofline model's, as every case records them."""
+    from . import roofline
+
+    return roofline.gemm_flop(m, n, k), roofline.gemm_compulsory_bytes(m, n, k, 2)
+
+
 # --------------------------------------------------------------------------- experiments
 
 def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples: int):
@@ -248,7 +255,7 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
         lib = torch.mm(ta, tb.t())
         ref = _cupy(lib.float())
         t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
-        flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+        (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
         exact = torch.mm(ta.double(), tb.double().t())
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
@@ -297,7 +304,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
             t = benchmark(lambda: run(r, a, b, c), samples, warmup=1)
             cases.append(require_passed(Case(
                 f"{r.kernel}, {shape_label(m, n, k)}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), check, _launch(r, m, n))))
+                list(t.samples_s), *gemm_work(m, n, k), check, _launch(r, m, n))))
     return cases
 
 
@@ -410,7 +417,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         a, b, ta, tb = _operands(m, n, k, 31)
         ref = _cupy(torch.mm(ta, tb.t()).float())
         t_lib, timed = _timed_beside_cublas({v: ABLATIONS[v][:3] for v in variants}, a, b, ta, tb, ref, samples)
-        flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+        (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
             flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
@@ -510,7 +517,7 @@ def profile(shape: list[int], samples: int) -> list[Case]:
     a, b, ta, tb = _operands(m, n, k, 51)
     ref = _cupy(torch.mm(ta, tb.t()).float())
     t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
-    flop, nbytes, label = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), shape_label(m, n, k)
+    (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
     cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
                   list(t_lib.samples_s), flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0))]
     for r in RUNGS:
@@ -657,7 +664,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
             "hg.run('hgemm_5_persistent', a, b, c, {'HG_RELEASE_BEFORE_WAIT': 1}); cupy.cuda.Device().synchronize()"),
     }
     return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                                list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n), check,
+                                list(t.samples_s), *gemm_work(m, n, k), check,
                                 _launch(r, m, n), extra=extra))]
 
 
