@@ -12,11 +12,11 @@ import json
 import sys
 
 
-def _first_wrong(got, want, shape=None) -> str | None:
+def _first_wrong(got, want, shape=None, rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
     """The first element that differs (beyond float32 rounding), with its index and both values."""
     import cupy
 
-    bad = ~cupy.isclose(got, want, rtol=1e-5, atol=1e-6)
+    bad = ~cupy.isclose(got, want, rtol=rtol, atol=atol)
     if not bool(bad.any()):
         return None
     i = int(cupy.argmax(bad))
@@ -175,8 +175,61 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
     return out
 
 
+def _rms_norm_reference(x, w):
+    import cupy
+
+    x64 = x.astype(cupy.float64)
+    return (x64 / cupy.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w.astype(cupy.float64)).astype(cupy.float32)
+
+
+def _rms_norm_launch(fn, out, x, w, rows: int, cols: int, rows_per_block: int):
+    import numpy as np
+
+    from .kernel_exercises import MYSTERY_THREADS
+
+    fn((-(-rows // rows_per_block),), (MYSTERY_THREADS,), (out, x, w, np.int32(rows), np.int32(cols)))
+
+
+def _rms_norm_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
+    """Each shape with room past both arrays (one block's worth of rows): reads there find data, not a
+    fault, and writes there hit a sentinel that says the kernel wrote past the end."""
+    import cupy
+
+    from .kernel_exercises import MYSTERY_SHAPES, MYSTERY_THREADS, MYSTERY_TIMED_SHAPE
+    from .lab_fusion import run_rmsnorm
+    from .timing import benchmark
+
+    out = {"cases": []}
+    for index in sizes:
+        rows, cols = MYSTERY_SHAPES[index]
+        spare = (MYSTERY_THREADS + rows_per_block) * cols + 64
+        rng = cupy.random.default_rng(index)
+        x_all = rng.random(rows * cols + spare, dtype=cupy.float32) - 0.5
+        w = rng.random(cols, dtype=cupy.float32) + 0.5
+        got = cupy.full(rows * cols + spare, cupy.nan, dtype=cupy.float32)
+        got[rows * cols:] = 12345.0
+        _rms_norm_launch(fn, got, x_all, w, rows, cols, rows_per_block)
+        cupy.cuda.Device().synchronize()
+        want = _rms_norm_reference(x_all[:rows * cols].reshape(rows, cols), w).ravel()
+        wrong = _first_wrong(got[:rows * cols], want, shape=(rows, cols), rtol=1e-4, atol=1e-5)
+        if wrong is None and bool((got[rows * cols:] != 12345.0).any()):
+            past = int(cupy.argmax(got[rows * cols:] != 12345.0))
+            wrong = f"it wrote past the end of out: {past:,} elements after the last row"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = MYSTERY_TIMED_SHAPE
+        x = cupy.random.default_rng(1).random((rows, cols), dtype=cupy.float32)
+        w = cupy.ones(cols, dtype=cupy.float32)
+        y = cupy.empty_like(x)
+        mine = benchmark(lambda: _rms_norm_launch(fn, y, x, w, rows, cols, rows_per_block), 20)
+        ref = benchmark(lambda: run_rmsnorm(y, x, w, "one pass"), 20)
+        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "fusion.rmsnorm_one_pass", "samples": 20}
+    return out
+
+
 CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
-         "transpose_tile": _transpose_cases}
+         "transpose_tile": _transpose_cases, "mystery_rms_norm": _rms_norm_cases}
 
 
 def main(spec_json: str) -> int:
@@ -185,12 +238,14 @@ def main(spec_json: str) -> int:
     from .kernel_exercises import exercise
 
     spec = json.loads(spec_json)
+    if spec.get("no_pool"):
+        cupy.cuda.set_allocator(None)   # one cudaMalloc per array, so memcheck sees each array's true end
     ex = exercise(spec["exercise"])
     fn = cupy.RawModule(path=spec["cubin"]).get_function(ex.kernel)
     _warm_up()
     print("READY", flush=True)   # the parent's time limit starts here: it is the kernel's, not Python's
     try:
-        result = CASES[ex.name](fn, ex.sizes, spec.get("time_it", True))
+        result = CASES[ex.name](fn, ex.sizes, spec.get("time_it", True), **spec.get("launch", {}))
     except Exception as exc:  # noqa: BLE001  (a learner's kernel can fail any way: report it)
         result = {"cases": [], "error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(result))

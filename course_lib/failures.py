@@ -18,6 +18,7 @@ class Failure:
     section: str | None    # exact heading text in that notebook, or None
     record: str | None     # experiment with a record in data/recorded/h200/, or None
     case: str | None       # a case name inside that record, or None
+    contrast: str | None   # a case of the same record that does it right, to compare with, or None
 
 
 _EXEC, _RES, _MEM, _TILE, _ROOF = FAMILIES
@@ -33,7 +34,7 @@ FAILURES: tuple[Failure, ...] = (
         "launched two kernels for every `y * a + b` step while `torch.compile` ran the whole chain as one. "
         "Count the kernels in a profiler trace before reasoning about launches or bytes.",
         "08_fusion", "The evidence that a fusion happened: kernel lists and DRAM bytes",
-        "fusion.chains", "k=8: PyTorch eager"),
+        "fusion.chains", "k=8: PyTorch eager", 'k=8: torch.compile (Inductor)'),
     Failure(
         2, _EXEC,
         "Picturing each block as if it were an SM, or each SM as running a single block.",
@@ -42,7 +43,7 @@ FAILURES: tuple[Failure, ...] = (
         "therefore runs as a stream of blocks over a fixed number of SMs, in waves. The block-order experiment "
         "records the SM each block landed on and shows many blocks passing through every SM in one launch.",
         "02_threads_warps", "Run: blocks own tiles, and start in any order",
-        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output"),
+        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output", None),
     Failure(
         3, _EXEC,
         "Writing a kernel whose correctness depends on blocks running in the order of their index.",
@@ -51,7 +52,7 @@ FAILURES: tuple[Failure, ...] = (
         "relies on block 6 finishing before block 7 is wrong even on a day it happens to pass. Blocks may "
         "cooperate only through the end of the kernel, atomics or a cooperative launch.",
         "02_threads_warps", "Run: blocks own tiles, and start in any order",
-        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output"),
+        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output", None),
     Failure(
         4, _EXEC,
         "Using the words block and tile as if they named the same thing.",
@@ -60,7 +61,7 @@ FAILURES: tuple[Failure, ...] = (
         "tile is a common plan, not a rule: in a persistent kernel each block loops over many tiles, and the "
         "course's persistent grid of 135 blocks covers 270 tiles.",
         "07_waves", "Remove the tail",
-        "waves.remedies", "persistent: course 128x128, persistent grid of 135"),
+        "waves.remedies", "persistent: course 128x128, persistent grid of 135", 'persistent: course 128x128, one tile per block'),
     Failure(
         5, _EXEC,
         "Believing that each thread owns a CUDA core of its own for the life of the kernel.",
@@ -70,7 +71,7 @@ FAILURES: tuple[Failure, ...] = (
         "kernel with two paths inside every warp took twice as long as the one with a single path. Reason in "
         "warps and issue slots, not in cores per thread.",
         "02_threads_warps", "Divergence: one instruction stream for 32 lanes",
-        "warps.divergence", "2 paths, split inside each warp"),
+        "warps.divergence", "2 paths, split inside each warp", '2 paths, split by warp'),
     # ---- resources -------------------------------------------------------------------------
     Failure(
         6, _RES,
@@ -81,7 +82,7 @@ FAILURES: tuple[Failure, ...] = (
         "no longer fit, the compiler spills kilobytes per thread, and the fused kernel ran about 2.5 times "
         "slower than the two-kernel plan. Read the compiler's register and spill report for every build you time.",
         "08_fusion", "When fusion loses: a row that does not fit",
-        "fusion.reductions", "rmsnorm n=131072: course one pass"),
+        "fusion.reductions", "rmsnorm n=131072: course one pass", 'rmsnorm n=131072: course two pass'),
     Failure(
         7, _RES,
         "Thinking of local memory as a fast on-chip store next to the registers.",
@@ -91,7 +92,7 @@ FAILURES: tuple[Failure, ...] = (
         "per thread, made it more than three times slower, and the profiler counted gigabytes of local-memory "
         "traffic.",
         "03_occupancy", "Experiment (c): register pressure and spills",
-        "occupancy.register_spill", "--maxrregcount=64"),
+        "occupancy.register_spill", "--maxrregcount=64", 'as compiled (no cap)'),
     Failure(
         8, _RES,
         "Giving a block more shared memory without working out again how many blocks still fit on an SM.",
@@ -100,7 +101,7 @@ FAILURES: tuple[Failure, ...] = (
         "touched its shared memory fell to half occupancy at 48 KiB per block and took about 1.8 times as long "
         "as with none. Recompute residency whenever a tile, a stage count or a padding changes.",
         "03_occupancy", "Experiment (a): shared memory lowers residency in steps",
-        "occupancy.smem_sweep", "48 KiB shared memory per block"),
+        "occupancy.smem_sweep", "48 KiB shared memory per block", '0 KiB shared memory per block'),
     Failure(
         9, _RES,
         "Reading a high occupancy figure as proof that the SM is doing useful work.",
@@ -110,7 +111,7 @@ FAILURES: tuple[Failure, ...] = (
         "loads in flight. A memory-bound kernel needs bytes in flight, and the profiler's eligible and issued "
         "warps per cycle show whether the resident warps are working.",
         "03_occupancy", "Experiment (b): occupancy is not utilization",
-        "occupancy.ilp", "ILP 1, 8 blocks/SM wanted"),
+        "occupancy.ilp", "ILP 1, 8 blocks/SM wanted", 'ILP 8, 4 blocks/SM wanted'),
     Failure(
         10, _RES,
         "Forcing a kernel's register count down just to reach the highest possible occupancy.",
@@ -120,7 +121,7 @@ FAILURES: tuple[Failure, ...] = (
         "sixteen times slower than the uncapped build. Treat occupancy as a diagnostic, and raise it only when "
         "the profiler shows too few eligible warps to hide latency.",
         "03_occupancy", "Experiment (c): register pressure and spills",
-        "occupancy.register_spill", "--maxrregcount=32"),
+        "occupancy.register_spill", "--maxrregcount=32", 'as compiled (no cap)'),
     Failure(
         11, _RES,
         "Computing residency from whole-SM totals and ignoring the units in which the hardware hands out "
@@ -131,7 +132,7 @@ FAILURES: tuple[Failure, ...] = (
         "on an A100 the reservation alone turns five resident blocks of 32 KiB into four. The course's residency "
         "model applies these rules, and it agrees with CUDA's own occupancy calculator.",
         "03_occupancy", "Allocation granularity: what real hardware does on top",
-        None, None),
+        None, None, None),
     # ---- memory and layout -----------------------------------------------------------------
     Failure(
         12, _MEM,
@@ -143,7 +144,7 @@ FAILURES: tuple[Failure, ...] = (
         "the unit-stride copy. Count sectors per request, and check the count against the profiler's L1 and "
         "DRAM figures.",
         "04_coalescing", "Measure",
-        "coalescing.strided_copy", "stride 8"),
+        "coalescing.strided_copy", "stride 8", 'stride 1'),
     Failure(
         13, _MEM,
         "Expecting the cache behaviour seen in one benchmark to hold for other sizes, batches or neighbouring "
@@ -154,7 +155,7 @@ FAILURES: tuple[Failure, ...] = (
         "moment later; a gather or a narrow tensor would pay for it. State the working set and the cache state "
         "of a measurement, and flush the L2 when a number must not depend on leftovers.",
         "04_coalescing", "Alignment, layout and vector width",
-        "coalescing.patterns", "offset 1 (4 bytes)"),
+        "coalescing.patterns", "offset 1 (4 bytes)", 'offset 0 (0 bytes)'),
     Failure(
         14, _MEM,
         "Fixing the global-memory access pattern without checking what it does to shared memory.",
@@ -164,7 +165,7 @@ FAILURES: tuple[Failure, ...] = (
         "kernel with one word of padding per row. After each optimization, look for the next bottleneck at "
         "every level the data passes through.",
         "05_shared_memory", "The transpose ladder",
-        "transpose.ladder", "shared tile 32×32"),
+        "transpose.ladder", "shared tile 32×32", 'padded tile 32×33'),
     Failure(
         15, _MEM,
         "Assuming that a broadcast tensor, such as the result of `expand`, always stays a view with no data of "
@@ -174,7 +175,7 @@ FAILURES: tuple[Failure, ...] = (
         "library call that wants a dense input can silently turn it into a full-sized copy, with all the bytes "
         "and the allocation that implies. Check the strides and storage of the tensor the kernel actually "
         "receives, and look for copy kernels in the profiler trace.",
-        None, None, None, None),
+        None, None, None, None, None),
     Failure(
         16, _MEM,
         "Treating a paged key/value cache during decoding as if each sequence's keys and values formed one "
@@ -184,7 +185,7 @@ FAILURES: tuple[Failure, ...] = (
         "reads the cache must follow that table, and its accesses are only as contiguous as one page is long. "
         "Model the traffic from the physical layout, page size and indirection included, not from the logical "
         "shape of the tensor.",
-        None, None, None, None),
+        None, None, None, None, None),
     # ---- tiling and fusion -----------------------------------------------------------------
     Failure(
         17, _TILE,
@@ -195,7 +196,7 @@ FAILURES: tuple[Failure, ...] = (
         "Choose the tile for the shape: enough blocks to fill the GPU, little waste at the edges, and "
         "accumulators that fit.",
         "06_gemm_ladder", "Measure: the ladder beside cuBLAS",
-        "gemm.fp32_ladder", "sgemm_reg2d, n=1024"),
+        "gemm.fp32_ladder", "sgemm_reg2d, n=1024", 'sgemm_reg1d, n=1024'),
     Failure(
         18, _TILE,
         "Adding pipeline stages without charging every stage's buffer to the shared-memory budget.",
@@ -205,7 +206,7 @@ FAILURES: tuple[Failure, ...] = (
         "stages ran two blocks per SM in about 296 µs; with 4 stages only one block fits, and it took about "
         "394 µs.",
         "09_async_pipelines", "The GEMM at 1 to 6 stages",
-        "pipeline.gemm_stages", "bf16_gemm_mma (tma), 4 stages, 1 block/SM"),
+        "pipeline.gemm_stages", "bf16_gemm_mma (tma), 4 stages, 1 block/SM", 'bf16_gemm_mma (tma), 3 stages, 2 blocks/SM'),
     Failure(
         19, _TILE,
         "Leaving out the synchronization that tells a producer a shared-memory buffer is free again, or tells "
@@ -216,7 +217,7 @@ FAILURES: tuple[Failure, ...] = (
         "of the Hopper GEMM before its wgmma reads had finished made all ten runs wrong, and compute-sanitizer's "
         "racecheck cannot see this kind of race; only the comparison with a reference caught it.",
         "10_hopper_gemm", "Five ways to get it wrong",
-        "hopper.pitfalls", "hgemm_5_persistent, 4096×4096×4096"),
+        "hopper.pitfalls", "hgemm_5_persistent, 4096×4096×4096", None),
     Failure(
         20, _TILE,
         "Assuming that fusing kernels always makes the work faster.",
@@ -226,7 +227,7 @@ FAILURES: tuple[Failure, ...] = (
         "the plain GEMM followed by a separate epilogue pass. Time the fused kernel against the unfused plan, "
         "and read its compile report.",
         "08_fusion", "A GEMM epilogue",
-        "fusion.epilogue", "4096x4096x4096: course GEMM, fused bias + GELU + residual, libm tanhf"),
+        "fusion.epilogue", "4096x4096x4096: course GEMM, fused bias + GELU + residual, libm tanhf", '4096x4096x4096: course GEMM + separate epilogue pass'),
     Failure(
         21, _TILE,
         "Believing that an intermediate which never reaches HBM no longer costs anything.",
@@ -235,7 +236,7 @@ FAILURES: tuple[Failure, ...] = (
         "which is backed by DRAM. The one-pass softmax keeps a whole row on chip; at 131,072 elements a row it "
         "spilled so much that it moved more DRAM bytes than the two-kernel plan and ran about 2.6 times slower.",
         "08_fusion", "When fusion loses: a row that does not fit",
-        "fusion.reductions", "softmax n=131072: course one pass"),
+        "fusion.reductions", "softmax n=131072: course one pass", 'softmax n=131072: course two pass'),
     # ---- roofline and measurement ----------------------------------------------------------
     Failure(
         22, _ROOF,
@@ -245,7 +246,7 @@ FAILURES: tuple[Failure, ...] = (
         "630 TFLOP/s, while `wgmma` came within a few percent of the 989 TFLOP/s peak. Quote the peak for the "
         "exact dtype, sparsity and instruction path the kernel uses.",
         "10_hopper_gemm", "The ceiling `mma.sync` cannot pass",
-        "hopper.ceilings", "mma.sync m16n8k16, registers"),
+        "hopper.ceilings", "mma.sync m16n8k16, registers", 'wgmma m64n256k16, A from shared'),
     Failure(
         23, _ROOF,
         "Using the datasheet bandwidth as the bandwidth a kernel can actually reach.",
@@ -254,7 +255,7 @@ FAILURES: tuple[Failure, ...] = (
         "datasheet's 4.8 TB/s. Measure a copy ceiling on the machine, and express memory-bound kernels as a "
         "fraction of it.",
         "00_your_gpu", "The machine card: the datasheet beside what we measured",
-        "machine.copy_bandwidth", "CuPy device-to-device copy"),
+        "machine.copy_bandwidth", "CuPy device-to-device copy", None),
     Failure(
         24, _ROOF,
         "Quoting an arithmetic intensity without saying which memory boundary its bytes cross.",
@@ -263,7 +264,7 @@ FAILURES: tuple[Failure, ...] = (
         "needs the HBM bytes, and any other roof needs the bytes of its own level. Write the boundary next to "
         "every intensity you quote.",
         "01_roofline", "The idea: two lower bounds on time",
-        None, None),
+        None, None, None),
     Failure(
         25, _ROOF,
         "Timing GPU work with a host clock around calls that return before the GPU has finished.",
@@ -272,7 +273,7 @@ FAILURES: tuple[Failure, ...] = (
         "29 TB/s that no GPU can move. Use CUDA events in the stream, or synchronize before reading the host "
         "clock, and keep the launch itself out of the interval.",
         "00_your_gpu", "Measuring correctly",
-        "timing.measuring_correctly", "host timer, no synchronize, n=16777216"),
+        "timing.measuring_correctly", "host timer, no synchronize, n=16777216", 'CUDA events, GPU held, n=16777216'),
     Failure(
         26, _ROOF,
         "Timing the first call of a kernel as if it showed the kernel's steady-state cost.",
@@ -281,7 +282,7 @@ FAILURES: tuple[Failure, ...] = (
         "same size takes about 63 µs. Run warm-up calls first, then take many samples and report their median "
         "and spread.",
         "00_your_gpu", "Measuring correctly",
-        "timing.measuring_correctly", "first call (compile + load + launch), n=16777216"),
+        "timing.measuring_correctly", "first call (compile + load + launch), n=16777216", 'CUDA events, GPU held, n=16777216'),
     Failure(
         27, _ROOF,
         "Profiling one matrix shape and assuming the result holds for every phase of a Transformer.",
@@ -290,7 +291,7 @@ FAILURES: tuple[Failure, ...] = (
         "two. With M = 16 rows cuBLAS switched to small tiles and split-K, and the course's fixed-tile kernel "
         "took about as long as at M = 512. Profile each phase at the shapes it really runs.",
         "07_waves", "Thin shapes: M small",
-        "waves.m_sweep", "cuBLAS 16x4096x4096"),
+        "waves.m_sweep", "cuBLAS 16x4096x4096", 'cuBLAS 512x4096x4096'),
     Failure(
         28, _ROOF,
         "Judging a kernel by one summary utilization number, without the grid it launched and the stalls its "
@@ -301,7 +302,7 @@ FAILURES: tuple[Failure, ...] = (
         "reasons explain both numbers. Read the grid, the blocks per SM, the eligible warps and the top stall "
         "reasons together.",
         "10_hopper_gemm", "What the profiler says",
-        "hopper.profile", "hgemm_5_persistent, 4096×4096×4096"),
+        "hopper.profile", "hgemm_5_persistent, 4096×4096×4096", None),
     Failure(
         29, _ROOF,
         "Ignoring the overhead that a profiler or tracer adds, and the clock changes of the GPU during a run.",
@@ -310,7 +311,7 @@ FAILURES: tuple[Failure, ...] = (
         "1,560 MHz near the 700 W cap, far below the 1,980 MHz maximum, and long dense GEMMs ran at a lower rate "
         "than short ones. Record the clock and power with every measurement, and take times from unprofiled runs.",
         "10_hopper_gemm", "Measured: the ladder beside cuBLAS",
-        "hopper.ablations", "cuBLAS bf16, 8192×8192×8192"),
+        "hopper.ablations", "cuBLAS bf16, 8192×8192×8192", None),
     Failure(
         30, _ROOF,
         "Naming the backend that ran an operation after the API that was called.",
@@ -319,7 +320,7 @@ FAILURES: tuple[Failure, ...] = (
         "kernel on the H200, and the same call may pick another backend on another machine or shape. Read the "
         "kernel names in a profiler trace before saying which backend ran.",
         "08_fusion", "The score-matrix trap",
-        "fusion.attention", "N=4096: scaled_dot_product_attention"),
+        "fusion.attention", "N=4096: scaled_dot_product_attention", 'N=4096: naive (matmul, softmax, matmul)'),
     Failure(
         31, _ROOF,
         "Assuming that masked positions at the edge of a tile cost no work.",
@@ -328,7 +329,7 @@ FAILURES: tuple[Failure, ...] = (
         "tile computed eight times the rows it kept, and the kernel took about as long as at M = 128. Count the "
         "padded tile area and the tail blocks as work you pay for.",
         "07_waves", "Thin shapes: M small",
-        "waves.m_sweep", "course 16x4096x4096"),
+        "waves.m_sweep", "course 16x4096x4096", 'course 128x4096x4096'),
     Failure(
         32, _ROOF,
         "Ignoring how the number of blocks divides into the slots the GPU can run at once.",
@@ -337,7 +338,7 @@ FAILURES: tuple[Failure, ...] = (
         "tiles to 544, 16 more than two full waves of 264 slots, and the time rose by about a quarter, from 156 "
         "to 196 µs. Predict the waves before choosing a shape, and pad, split or reschedule to fill the last one.",
         "07_waves", "Measure: the sawtooth",
-        "waves.n_sweep", "course 4096x2112x4096"),
+        "waves.n_sweep", "course 4096x2112x4096", 'course 4096x2048x4096'),
     Failure(
         33, _ROOF,
         "Using one arithmetic intensity for every level of the memory hierarchy.",
@@ -346,7 +347,7 @@ FAILURES: tuple[Failure, ...] = (
         "about 85 FLOP per byte they read from L2, and each number must be held against that level's own "
         "bandwidth. Check every level that could bind, each against its own ceiling.",
         "10_hopper_gemm", "Blackwell, on paper",
-        None, None),
+        None, None, None),
     Failure(
         34, _ROOF,
         "Taking the distance of a point below the roofline as proof of what slowed it down.",
@@ -357,7 +358,7 @@ FAILURES: tuple[Failure, ...] = (
         "either roof. Find the cause with timings and counters, then use the roofline to say how much there is "
         "to gain.",
         "01_roofline", "Reconcile: where the points sit, and why",
-        "roofline.measured", "matmul fp32, n=64"),
+        "roofline.measured", "matmul fp32, n=64", 'matmul fp32, n=4096'),
     Failure(
         35, _ROOF,
         "Labelling a number that came from a model or a test fixture as a measurement.",
@@ -367,7 +368,7 @@ FAILURES: tuple[Failure, ...] = (
         "run, with the GPU and the date. Keep that label on every number you quote, and call nothing measured "
         "without the raw data behind it.",
         "00_your_gpu", "Takeaways",
-        None, None),
+        None, None, None),
 )
 
 _FAMILY_LIST = ", ".join(f'"{f}"' for f in FAMILIES)
@@ -397,13 +398,18 @@ def _anchor(heading: str) -> str:
     return "".join(c for c in heading.lower().replace(" ", "-") if c.isalnum() or c in "-_")
 
 
+def href(f: Failure) -> str | None:
+    """The notebook (and section anchor) that shows ``f``, relative to the notebooks folder, or None."""
+    if f.notebook is None:
+        return None
+    return f"{f.notebook}.ipynb" + (f"#{_anchor(f.section)}" if f.section else "")
+
+
 def link(f: Failure) -> str | None:
     """A markdown link to the notebook section that shows ``f``, or None."""
     if f.notebook is None:
         return None
-    if f.section is None:
-        return f"[{f.notebook}]({f.notebook}.ipynb)"
-    return f"[{f.notebook} · {f.section}]({f.notebook}.ipynb#{_anchor(f.section)})"
+    return f"[{f.notebook}" + (f" · {f.section}" if f.section else "") + f"]({href(f)})"
 
 
 def check_answer(number: int, family_guess: str) -> Verdict:
@@ -419,4 +425,66 @@ def check_answer(number: int, family_guess: str) -> Verdict:
                        f"Which of these does it belong to: {_FAMILY_LIST}?", False)
     where = link(f)
     return Verdict(f"Correct: failure {f.number} is a {f.family} failure. {f.explanation}"
+                   + (f" See {where}." if where else ""), True)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.1f} µs"
+
+
+def _measured(case, in_flops: bool) -> str:
+    """Median time and the rate it implies, in TFLOP/s or in GB/s."""
+    t = case.median_s
+    rate = (f"{case.flop / t / 1e12:,.1f} TFLOP/s" if in_flops
+            else f"{case.bytes / t / 1e9:,.0f} GB/s" if case.bytes else None)
+    return f"{_duration(t)}" + (f", {rate}" if rate else "") + f" ({case.timer})"
+
+
+def evidence(f: Failure, gpu: str = "h200") -> str | None:
+    """The recorded measurement behind ``f``, as a sentence: its case's median time and rate and,
+    where the record has one, the case that does it right (with the time ratio when both did the
+    same work). None for a failure no record demonstrates."""
+    from . import evidence as ev
+
+    if f.record is None or f.case is None:
+        return None
+    record = ev.load(gpu, f.record)
+    cases = {c["name"]: ev.case_from_json(c) for c in record["cases"]}
+    shown = cases[f.case]
+    in_flops = shown.flop > shown.bytes   # a compute-bound case reads in FLOP/s, a memory-bound one in GB/s
+    text = (f"recorded on {record['machine']['gpu']}, {record['recorded_at'][:10]} ({f.record}): "
+            f"«{f.case}» {_measured(shown, in_flops)}")
+    if f.contrast is not None:
+        other = cases[f.contrast]
+        text += f" against «{f.contrast}» {_measured(other, in_flops)}"
+        if shown.flop == other.flop and (shown.flop or shown.bytes == other.bytes):
+            text += f": {shown.median_s / other.median_s:.2f}× the time for the same work"
+    return text + "."
+
+
+def choices(number: int) -> list[str]:
+    """Three explanations for failure ``number``'s mistake: its own and two of the same family's,
+    in an order fixed per failure, so a quiz can ask which one fits."""
+    import random
+
+    f = failure(number)
+    others = [g.explanation for g in by_family(f.family) if g.number != f.number]
+    rng = random.Random(number)
+    options = [f.explanation, *rng.sample(others, 2)]
+    rng.shuffle(options)
+    return options
+
+
+def check_choice(number: int, chosen: str | None) -> Verdict:
+    """Quiz: which explanation fits failure ``number``'s mistake? ``chosen`` is one of ``choices(number)``."""
+    f = failure(number)
+    if chosen is None:
+        return Verdict("Not answered yet: pick the explanation that fits the mistake.", False)
+    if chosen not in choices(number):
+        return Verdict("That is not one of the three explanations offered for this mistake; pick one of them.", False)
+    if chosen != f.explanation:
+        return Verdict("Not that one: it explains a different mistake of the same family. Read the mistake again "
+                       "and ask what it would make you measure wrongly.", False)
+    shown, where = evidence(f), link(f)
+    return Verdict(f"Right. {f.explanation}" + (f" Measured: {shown}" if shown else " (Not measured in this course.)")
                    + (f" See {where}." if where else ""), True)

@@ -11,7 +11,7 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
    kernel at each of the exercise's sizes against a reference, then times it beside the course
    kernel that moves the same bytes. A kernel that hangs is stopped after the time limit, one that
    faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
-   ``sanitize=True`` runs the child under compute-sanitizer's memcheck (and racecheck) as well.
+   ``sanitize=True`` then runs every size again under compute-sanitizer's memcheck and racecheck.
 
 The exercises live in ``EXERCISES``; each has starter code, a hint, a reference solution and
 deliberately wrong solutions, which tests pass through the same checker.
@@ -57,6 +57,7 @@ class KernelExercise:
     static: Callable[[str, cuda.KernelResources], list[Finding]] = field(default=lambda src, res: [])
     min_cc: float = 7.5
     size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
+    launch: Callable[[str], dict | None] = field(default=lambda src: {})   # what the runner's launch reads from the source
 
     def sizes_text(self) -> str:
         return ", ".join(self.size_labels) if self.size_labels else "n = " + ", ".join(f"{s:,}" for s in self.sizes)
@@ -342,7 +343,133 @@ TILE_GEMM = KernelExercise(
     static=_register_tile_checks,
 )
 
-EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE, TILE_GEMM)}
+# ---- notebook 11's capstone: a kernel with several defects, none of them named in its source
+
+MYSTERY_THREADS = 256                 # the checker's block size: ⌈rows / ROWS_PER_BLOCK⌉ blocks of 256 threads
+MYSTERY_TIMED_SHAPE = (16384, 4096)   # rows × cols of the timed run (256 MiB in, 256 MiB out)
+MYSTERY_SHAPES = ((1, 1), (3, 1025), (257, 1000), (1000, 33), (4097, 1024), (16384, 1024), (77, 4099))
+MYSTERY_DEFECTS = ("idle SMs", "uncoalesced loads", "local memory", "edges")
+_ROWS_PER_BLOCK = re.compile(r"#define\s+ROWS_PER_BLOCK\s+(\d+)")
+_COMPARES_ROWS = re.compile(r"[<>]=?\s*rows\b|\brows\s*[<>]")
+
+
+def rows_per_block(source: str) -> int | None:
+    """The ROWS_PER_BLOCK the learner's source defines (the checker's launch reads it), or None."""
+    m = _ROWS_PER_BLOCK.search(_strip_comments(source))
+    return int(m.group(1)) if m else None
+
+
+def _target_sm_count() -> int:
+    """This GPU's SMs live; the recorded GPU's in replay."""
+    from . import hardware, runtime
+
+    info = hardware.detect() if runtime.mode() == "live" else None
+    return info.sm_count if info else hardware.spec(runtime.replay_gpu()).sm_count
+
+
+def _mystery_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    """One finding per defect of the capstone, each from a course model or the compile report."""
+    from . import memory, waves
+
+    body = _strip_comments(source)
+    per_block = rows_per_block(source)
+    if per_block is None or per_block < 1 or MYSTERY_THREADS % per_block:
+        return [Finding(False, "define ROWS_PER_BLOCK as a divisor of 256 (#define ROWS_PER_BLOCK 8, say): the "
+                               f"checker launches ⌈rows / ROWS_PER_BLOCK⌉ blocks of {MYSTERY_THREADS} threads")]
+    rows, cols = MYSTERY_TIMED_SHAPE
+    sms = _target_sm_count()
+    blocks = -(-rows // per_block)
+    s = waves.schedule(blocks, sms, 1)
+    out = [Finding(blocks >= 2 * sms,
+                   f"idle SMs: {blocks:,} blocks of {MYSTERY_THREADS} threads at {rows:,} rows on {sms} SMs"
+                   + (f" leave {sms - blocks} SMs with no work at all" if blocks < sms else
+                      f" ({blocks / sms:.1f} per SM)" + (": too few to hide latency" if blocks < 2 * sms else ""))
+                   + f" (wave model, one block per SM: {s.waves} wave{'s' if s.waves > 1 else ''})")]
+    lanes_per_row = MYSTERY_THREADS // per_block
+    if lanes_per_row >= 32:
+        out.append(Finding(True, f"uncoalesced loads: {lanes_per_row} threads share a row, so a warp's 32 lanes can "
+                                 "read 32 neighbouring floats (4 sectors, if lane i reads element i)"))
+    else:
+        addresses = [(lane // lanes_per_row) * cols * 4 + (lane % lanes_per_row) * 4 for lane in range(32)]
+        sc = memory.sector_count(addresses, 4)
+        out.append(Finding(False, f"uncoalesced loads: {lanes_per_row} thread{'s' if lanes_per_row > 1 else ''} per row "
+                                  f"puts a warp's 32 lanes on {32 // lanes_per_row} rows {cols * 4:,} B apart: "
+                                  f"{sc.n_sectors} sectors for {sc.requested_bytes} B (sector model: "
+                                  f"{100 * sc.efficiency:.1f}% of the fetched bytes used)"))
+    local = res.stack_frame_bytes + res.spill_store_bytes
+    out.append(Finding(local == 0, "local memory: none (no stack frame, no spills)" if local == 0 else
+                       f"local memory: {res.stack_frame_bytes:,} B stack frame per thread, {res.spill_store_bytes} B "
+                       "spilled: an array indexed at run time cannot live in registers, so it lives off-chip"))
+    guarded = _COMPARES_ROWS.search(body) is not None
+    out.append(Finding(guarded, "edges: the kernel compares a row index with rows (the live run tests every edge)"
+                       if guarded else "edges: nothing compares a row index with rows, so the last block's extra "
+                       "rows read and write past the arrays when rows is not a multiple of ROWS_PER_BLOCK"))
+    return out
+
+
+_MYSTERY_STARTER = '''#define ROWS_PER_BLOCK 256
+
+extern "C" __global__ void rms_norm(float* out, const float* in, const float* weight, int rows, int cols) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;
+    float x[1024];
+    float sum_sq = 0.0f;
+    for (int c = 0; c < cols; ++c) {
+        x[c] = in[row * cols + c];
+        sum_sq += x[c] * x[c];
+    }
+    float scale = rsqrtf(sum_sq / cols + 1e-6f);
+    for (int c = 0; c < cols; ++c)
+        out[row * cols + c] = x[c] * scale * weight[c];
+}
+'''
+
+_MYSTERY_SOLUTION = '''#define ROWS_PER_BLOCK 8   // one warp per row: 8 warps of a 256-thread block
+
+extern "C" __global__ void rms_norm(float* out, const float* in, const float* weight, int rows, int cols) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= rows) return;                        // a whole warp leaves together: no barrier is skipped
+    const float* x = in + (long long)row * cols;
+    float sum_sq = 0.0f;
+    for (int c = lane; c < cols; c += 32)           // lane i reads element i: 4 sectors per request
+        sum_sq += x[c] * x[c];
+    for (int step = 16; step > 0; step /= 2)        // the warp's 32 partial sums, added in registers
+        sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, step);
+    const float scale = rsqrtf(sum_sq / cols + 1e-6f);
+    float* y = out + (long long)row * cols;
+    for (int c = lane; c < cols; c += 32)           // the row is read twice: ncu's DRAM bytes say from where
+        y[c] = x[c] * scale * weight[c];
+}
+'''
+
+MYSTERY = KernelExercise(
+    name="mystery_rms_norm", notebook="11_failure_lab", kernel="rms_norm",
+    task=("Make `rms_norm(out, in, weight, rows, cols)` correct at every shape and fast: out[r, c] = in[r, c] · "
+          "weight[c] / √(mean_c in[r, c]² + 10⁻⁶), rows × cols float32, row-major. The checker launches "
+          f"⌈rows / ROWS_PER_BLOCK⌉ blocks of {MYSTERY_THREADS} threads, with ROWS_PER_BLOCK read from your source."),
+    starter=_MYSTERY_STARTER,
+    hint=("Ask of the kernel what the course asked of every other: how many warps does the launch give each SM, how "
+          "many sectors does one warp's load touch, where does the compiler put `x`, and what happens to the last block."),
+    solution=_MYSTERY_SOLUTION,
+    wrong={
+        "the mystery as given": _MYSTERY_STARTER,
+        "one warp per row, no row guard": _MYSTERY_SOLUTION.replace(
+            "    if (row >= rows) return;                        // a whole warp leaves together: no barrier is skipped\n", ""),
+        "one warp per row, the row kept in a local array": _MYSTERY_SOLUTION.replace(
+            "    float sum_sq = 0.0f;\n", "    float keep[128];                                // up to 4,096 columns\n"
+            "    float sum_sq = 0.0f;\n").replace("        sum_sq += x[c] * x[c];", "        keep[c / 32] = x[c], sum_sq += x[c] * x[c];"
+            ).replace("        y[c] = x[c] * scale * weight[c];", "        y[c] = keep[c / 32] * scale * weight[c];"),
+        "one thread per row, guarded": _MYSTERY_STARTER.replace(
+            "    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;\n",
+            "    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;\n    if (row >= rows) return;\n"),
+    },
+    sizes=tuple(range(len(MYSTERY_SHAPES))),
+    size_labels=tuple(f"{r}×{c}" for r, c in MYSTERY_SHAPES),
+    static=_mystery_checks,
+    launch=lambda src: None if (r := rows_per_block(src)) is None or r < 1 or MYSTERY_THREADS % r else {"rows_per_block": r},
+)
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE, TILE_GEMM, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:
@@ -362,7 +489,7 @@ def _cell_source(source: str) -> str:
     return f'#line 1 "{CELL_NAME}"\n{source}'
 
 
-def _compile(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
+def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
     """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
     try:
         cubin, log = cuda.compile_source(_cell_source(source), arch, f"{ex.name}.cu", use_cache=False)
@@ -406,7 +533,11 @@ def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
             ready, deadline = True, time.monotonic() + limit_s
 
 
-def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, sanitize: bool, time_it: bool) -> dict:
+SANITIZER_TOOLS = ("memcheck", "racecheck")
+
+
+def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
+               launch: dict) -> dict:
     """Run the kernel in a child process (so a hang or fault cannot take the notebook's GPU context)."""
     from .profiler import _repo_root
 
@@ -414,17 +545,18 @@ def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, sanitize: 
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        spec = json.dumps({"exercise": ex.name, "cubin": path, "time_it": time_it and not sanitize})
+        spec = json.dumps({"exercise": ex.name, "cubin": path, "time_it": time_it and tool is None,
+                           "launch": launch, "no_pool": tool is not None})
         cmd = [sys.executable, "-m", "course_lib.exercise_runner", spec]
-        if sanitize:
+        if tool is not None:
             san = shutil.which("compute-sanitizer")
             if san is None:
                 return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
-            cmd = [san, "--tool", "memcheck", "--error-exitcode", "86", "--print-limit", "5"] + cmd
+            cmd = [san, "--tool", tool, "--error-exitcode", "86", "--print-limit", "5"] + cmd
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
         with tempfile.TemporaryFile(mode="w+") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
-            out, stopped = _communicate(proc, time_limit_s * (4 if sanitize else 1))
+            out, stopped = _communicate(proc, time_limit_s * (1 if tool is None else 6))
             err.seek(0)
             stderr = err.read()
     if stopped == "hung":
@@ -436,7 +568,7 @@ def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, sanitize: 
         if line.startswith("{"):
             result = json.loads(line)
     result["returncode"] = proc.returncode
-    if sanitize:
+    if tool is not None:
         result["sanitizer_lines"] = [ln for ln in out + stderr.splitlines()
                                      if ln.startswith("=========") and ln.strip("= ")][:12]
     if not result.get("cases") and proc.returncode and "error" not in result:
@@ -468,11 +600,20 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
         size = t["size"] if isinstance(t["size"], str) else f"n = {t['size']:,}"
         lines.append(f"Timed at {size}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
                      f"{t['course_us']:.1f} µs for the same bytes (medians of {t['samples']}, CUDA events, GPU held).")
-    if "sanitizer_lines" in run:
-        lines.append("compute-sanitizer memcheck:")
-        lines.extend(f"  {ln}" for ln in run["sanitizer_lines"])
-        ok = ok and run["returncode"] == 0
     return ok, lines
+
+
+def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    """compute-sanitizer's verdict on one more run of every size (no timing)."""
+    if "sanitizer" in run:
+        return False, [run["sanitizer"]]
+    if "hung" in run:
+        return False, [f"compute-sanitizer {tool}: did not finish in {6 * time_limit_s:g} s (it slows kernels "
+                       "down many times), so the checker stopped it; the results above come from the run without it"]
+    clean = run["returncode"] == 0
+    return clean, [f"compute-sanitizer {tool}: " + ("no errors." if clean else "errors (exit status "
+                                                    f"{run['returncode']}):"),
+                   *([] if clean else [f"  {ln}" for ln in run.get("sanitizer_lines", [])])]
 
 
 def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
@@ -486,7 +627,7 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
                        f"kernel_exercises.starter({name!r})).", False)
     live = runtime.mode() == "live" if live is None else live
     arch = cuda.target_arch()
-    cubin, res, problems = _compile(ex, source, arch)
+    cubin, res, problems = compile_exercise(ex, source, arch)
     if problems:
         return Verdict("\n".join(problems), False)
     lines = [f"Compiled for {arch} ({cuda.nvrtc_version()}): {res.registers} registers/thread, "
@@ -501,9 +642,16 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
                      "against the reference, and its speed. "
                      "Open this notebook on a CUDA GPU (see the README) to run it.")
         return Verdict("\n".join(lines), static_ok)
-    run = _run_child(ex, cubin, time_limit_s, sanitize, time_it=static_ok)
+    launch = ex.launch(source)
+    if launch is None:
+        lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
+        return Verdict("\n".join(lines), False)
+    run = _run_child(ex, cubin, time_limit_s, None, time_it=static_ok, launch=launch)
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
+    for tool in SANITIZER_TOOLS if sanitize else ():
+        clean, more = _sanitizer_lines(tool, _run_child(ex, cubin, time_limit_s, tool, False, launch), time_limit_s)
+        ok, lines = ok and clean, lines + more
     verdict = static_ok and ok
     lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again.")
     return Verdict("\n".join(lines), verdict)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import cuda
 from .evidence import Case
 from .experiments import check_close, experiment, launch_record, require_passed
-from .lab_pipeline import racecheck_summary
+from .lab_pipeline import sanitizer_summary
 from .lab_gemm import (_random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel, defines_to_options,
                        encode_tensor_map, macros, to_bf16_bits)
 from .smoke import covers
@@ -658,7 +658,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
         "driver_loading_sm_100a": _driver_message(),
         "sass": _sass_summary(),
         "wrong_byte_count": _wrong_byte_count(),
-        "racecheck_release_before_wait": racecheck_summary(
+        "racecheck_release_before_wait": sanitizer_summary(
             "from course_lib import lab_hopper as hg; import cupy\n"
             "a, b, _, _ = hg._operands(256, 512, 320, 71); c = hg._nan_output(256, 512)\n"
             "hg.run('hgemm_5_persistent', a, b, c, {'HG_RELEASE_BEFORE_WAIT': 1}); cupy.cuda.Device().synchronize()"),

@@ -465,7 +465,7 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
                            t, 2.0 * n ** 3, 6.0 * n * n, outcomes)
         if n == min(gemm_sizes):
             case.extra["racecheck"] = {
-                label: racecheck_summary(f"from course_lib import lab_pipeline; "
+                label: sanitizer_summary(f"from course_lib import lab_pipeline; "
                                          f"lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
                 for label, fence in (("with the fence", True), ("without the fence", False))}
         cases.append(case)
@@ -507,8 +507,8 @@ def run_fence_gemm(n: int, fence: bool) -> None:
     print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance_rel() * float(cupy.abs(ref).max()):.4g})")
 
 
-def racecheck_summary(script: str, timeout_s: int = 300) -> dict:
-    """compute-sanitizer's racecheck over ``python -c script``: its command, exit status and the
+def sanitizer_summary(script: str, tool: str = "racecheck", timeout_s: int = 300) -> dict:
+    """compute-sanitizer's ``tool`` over ``python -c script``: its command, exit status and the
     lines that say what it found (or why it could not run)."""
     import os
     import shutil
@@ -520,15 +520,16 @@ def racecheck_summary(script: str, timeout_s: int = 300) -> dict:
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         return {"unavailable": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
-    cmd = [exe, "--tool", "racecheck", "--print-limit", "4", sys.executable, "-c", script]
+    cmd = [exe, "--tool", tool, "--print-limit", "4", sys.executable, "-c", script]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [profiler._repo_root(), os.environ.get("PYTHONPATH")])))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
-        return {"unavailable": f"racecheck did not finish within {timeout_s} s"}
+        return {"unavailable": f"{tool} did not finish within {timeout_s} s"}
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines()
-             if ln.startswith("n=") or "SUMMARY" in ln or "Error" in ln or "hazard" in ln.lower()]
-    return {"command": "compute-sanitizer --tool racecheck python -c <script>", "script": script,
+             if ln.startswith("n=") or "SUMMARY" in ln or "Error" in ln or "hazard" in ln.lower()
+             or ln.startswith("=========     at ") or "Invalid" in ln]
+    return {"command": f"compute-sanitizer --tool {tool} python -c <script>", "script": script,
             "returncode": proc.returncode, "lines": lines[:12]}
 
 

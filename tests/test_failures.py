@@ -117,7 +117,7 @@ def test_link_uses_jupyter_anchors():
         assert m.group(1) == f.notebook == m.group(3)
         assert m.group(2) == f.section
         assert m.group(4) == _anchor_rule(f.section)
-    assert failures.link(Failure(99, "resources", "m.", "e. e.", None, None, None, None)) is None
+    assert failures.link(Failure(99, "resources", "m.", "e. e.", None, None, None, None, None)) is None
 
 
 def test_lookup_errors():
@@ -170,3 +170,49 @@ def test_quiz_unknown_family_lists_the_allowed_ones():
 def test_module_is_pure():
     source = (ROOT / "course_lib" / "failures.py").read_text(encoding="utf-8")
     assert not re.search(r"^\s*(import|from)\s+(cupy|torch|json|pathlib)\b", source, re.M)
+
+
+def test_every_contrast_is_a_case_of_the_same_record_and_not_the_case_itself():
+    for f in FAILURES:
+        if f.contrast is None:
+            continue
+        assert f.record is not None, f.number
+        names = [c["name"] for c in json.loads((RECORDS / f"{f.record}.json").read_text(encoding="utf-8"))["cases"]]
+        assert f.contrast in names and f.contrast != f.case, (f.number, f.contrast)
+    assert sum(f.contrast is not None for f in FAILURES) >= 20
+
+
+def test_evidence_reads_the_recorded_medians_and_compares_like_with_like():
+    text = failures.evidence(failures.failure(25))
+    record = json.loads((RECORDS / "timing.measuring_correctly.json").read_text(encoding="utf-8"))
+    samples = {c["name"]: sorted(c["samples_s"]) for c in record["cases"]}
+    host = samples["host timer, no synchronize, n=16777216"]
+    events = samples["CUDA events, GPU held, n=16777216"]
+    median = lambda s: (s[len(s) // 2] + s[(len(s) - 1) // 2]) / 2  # noqa: E731
+    assert text.startswith(f"recorded on NVIDIA H200, {record['recorded_at'][:10]}")
+    assert f"{median(host) * 1e6:,.1f} µs" in text and f"{median(events) * 1e6:,.1f} µs" in text
+    assert f"{median(host) / median(events):.2f}× the time for the same work" in text
+    # different work (mma.sync against wgmma over other FLOP counts): rates, no time ratio
+    ceilings = failures.evidence(failures.failure(22))
+    assert "TFLOP/s" in ceilings and "× the time" not in ceilings
+    assert failures.evidence(failures.failure(11)) is None
+    assert all(failures.evidence(f) for f in failures.demonstrated())
+
+
+def test_the_explanation_quiz_accepts_only_the_failures_own_explanation():
+    for f in FAILURES:
+        options = failures.choices(f.number)
+        assert len(options) == 3 == len(set(options)) and f.explanation in options
+        assert options == failures.choices(f.number)          # the same order every time
+        family = {g.explanation for g in failures.by_family(f.family)}
+        assert set(options) <= family
+        right = failures.check_choice(f.number, f.explanation)
+        assert right.correct and f.explanation in right
+        if f.notebook:
+            assert failures.link(f) in right
+        for wrong in (o for o in options if o != f.explanation):
+            v = failures.check_choice(f.number, wrong)
+            assert not v.correct and f.explanation not in v
+    assert not failures.check_choice(5, None).correct
+    assert "not one of the three" in failures.check_choice(5, failures.failure(30).explanation)
+    assert "Measured: recorded on" in failures.check_choice(25, failures.failure(25).explanation)

@@ -48,3 +48,18 @@ def test_a_kernel_that_faults_is_reported_and_the_notebook_goes_on():
     verdict = ke.check("scale_grid_stride", fault)
     assert not verdict.correct and "launch failed" in verdict and "illegal" in verdict.lower()
     assert ke.check("scale_grid_stride", ke.SCALE.solution).correct   # this process's GPU still works
+
+
+def test_the_mystery_is_wrong_live_and_each_single_defect_is_caught():
+    as_given = ke.check("mystery_rms_norm", ke.MYSTERY.starter)
+    assert not as_given.correct and ("WRONG" in as_given or "past the end" in as_given), as_given
+    no_guard = ke.check("mystery_rms_norm", ke.MYSTERY.wrong["one warp per row, no row guard"])
+    assert not no_guard.correct and "16384×1024: correct" in no_guard, no_guard
+    assert "4097×1024: WRONG" in no_guard or "past the end" in no_guard, no_guard
+
+
+def test_sanitize_runs_memcheck_and_racecheck_and_racecheck_finds_a_missing_barrier():
+    clean = ke.check("scale_grid_stride", ke.SCALE.solution, sanitize=True, time_limit_s=30)
+    assert clean.correct and "memcheck: no errors" in clean and "racecheck: no errors" in clean, clean
+    racy = ke.check("transpose_tile", ke.TRANSPOSE.wrong["no barrier"], sanitize=True, time_limit_s=30)
+    assert not racy.correct and "racecheck: errors" in racy, racy

@@ -119,3 +119,42 @@ def test_the_register_tile_gemm_needs_its_tiles_and_both_barriers():
     starter = ke.check("register_tile_gemm", t.starter)
     assert not starter.correct and "0 B of static shared memory" in starter
     assert "1000×333×77" in ke.check("register_tile_gemm", t.solution)   # the shapes a live run uses, named
+
+
+def _marks(verdict) -> dict[str, bool]:
+    """The capstone's defect lines: defect name -> passed."""
+    out = {}
+    for ln in str(verdict).splitlines():
+        for d in ke.MYSTERY_DEFECTS:
+            if ln.strip()[2:].startswith(d + ":"):
+                out[d] = ln.strip().startswith("✔")
+    return out
+
+
+@pytest.mark.parametrize("label,remaining", [
+    ("the mystery as given", set(ke.MYSTERY_DEFECTS)),
+    ("one warp per row, no row guard", {"edges"}),
+    ("one warp per row, the row kept in a local array", {"local memory"}),
+    ("one thread per row, guarded", {"idle SMs", "uncoalesced loads", "local memory"}),
+])
+def test_the_capstone_names_exactly_the_defects_that_remain(label, remaining):
+    verdict = ke.check("mystery_rms_norm", ke.MYSTERY.wrong[label], live=False)
+    marks = _marks(verdict)
+    assert set(marks) == set(ke.MYSTERY_DEFECTS), verdict
+    assert {d for d, ok in marks.items() if not ok} == remaining, verdict
+    assert not verdict.correct
+
+
+def test_the_capstone_solution_clears_every_defect():
+    marks = _marks(ke.check("mystery_rms_norm", ke.MYSTERY.solution, live=False))
+    assert marks == {d: True for d in ke.MYSTERY_DEFECTS}
+
+
+def test_the_capstone_reads_its_launch_from_the_source():
+    assert ke.rows_per_block(ke.MYSTERY.solution) == 8
+    no_define = ke.MYSTERY.solution.replace("#define ROWS_PER_BLOCK 8", "#define ROWS 8").replace("ROWS_PER_BLOCK", "8")
+    verdict = ke.check("mystery_rms_norm", no_define, live=False)
+    assert not verdict.correct and "define ROWS_PER_BLOCK" in verdict
+    assert ke.MYSTERY.launch(no_define) is None
+    assert ke.MYSTERY.launch(ke.MYSTERY.solution.replace("ROWS_PER_BLOCK 8", "ROWS_PER_BLOCK 3")) is None
+    assert ke.MYSTERY.launch(ke.MYSTERY.solution) == {"rows_per_block": 8}

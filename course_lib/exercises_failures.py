@@ -1,0 +1,71 @@
+"""Notebook 11's checks: the capstone's diagnosis and its lower bound. The fix itself is checked by
+``%%cuda_exercise mystery_rms_norm`` (``kernel_exercises``)."""
+from __future__ import annotations
+
+from .exercises import Verdict, _close
+from .kernel_exercises import MYSTERY_DEFECTS
+
+# Suspects that sound plausible for this kernel and are not its problem, with the evidence that clears them.
+CLEARED = {
+    "bank conflicts": "the kernel declares no shared memory (0 B in the compile report), so there are no banks to conflict",
+    "register spills": "the compile report shows 0 B of spill stores; the local memory is the array's own stack frame",
+    "warp divergence": "every lane of a warp runs the same loop the same number of times (cols does not vary per lane)",
+    "tail wave": "the launch has fewer blocks than SMs: there is no second wave to be short",
+    "launch overhead": "at hundreds of microseconds per call, the few microseconds of a launch are not what is slow",
+    "compute-bound": "three FLOPs per element against eight bytes: far left of the ridge, the FP32 units are idle",
+}
+SUSPECTS = tuple(sorted((*MYSTERY_DEFECTS, *CLEARED)))
+
+# Where to look for a defect not found yet, without naming it.
+_WHERE_TO_LOOK = {
+    "idle SMs": "the launch: how many blocks, for how many SMs",
+    "uncoalesced loads": "which addresses the 32 lanes of one warp read in the same instruction",
+    "local memory": "the compile report's stack frame",
+    "edges": "what the last block does when rows is not a multiple of ROWS_PER_BLOCK",
+}
+
+
+def check_diagnosis(suspects) -> Verdict:
+    """Name the capstone's defects: a set of names from ``SUSPECTS``."""
+    if suspects is None:
+        return Verdict("Not answered yet: give a set of names from SUSPECTS.", False)
+    if isinstance(suspects, str):
+        suspects = {suspects}
+    canonical = {s.lower(): s for s in SUSPECTS}
+    given = {" ".join(str(s).strip().lower().split()) for s in suspects}
+    unknown = sorted(given - set(canonical))
+    named = {canonical[g] for g in given if g in canonical}
+    if unknown:
+        return Verdict(f"Not suspects this check knows: {', '.join(map(repr, unknown))}. Use names from "
+                       f"SUSPECTS: {', '.join(SUSPECTS)}.", False)
+    found = [d for d in MYSTERY_DEFECTS if d in named]
+    cleared = [s for s in sorted(named) if s in CLEARED]
+    missing = [d for d in MYSTERY_DEFECTS if d not in named]
+    lines = [f"{len(found)} of the {len(MYSTERY_DEFECTS)} defects found" + (f": {', '.join(found)}." if found else ".")]
+    lines += [f"Not guilty: {s}: {CLEARED[s]}." for s in cleared]
+    if missing:
+        lines.append(f"{len(missing)} still hidden. Look at " + "; and at ".join(_WHERE_TO_LOOK[d] for d in missing) + ".")
+    return Verdict("\n".join(lines), not missing and not cleared)
+
+
+def mystery_lower_bound_s(result) -> float:
+    """The HBM lower bound of the mystery at the recorded shape: its compulsory bytes (x read, out
+    written, the weights read once) at the copy bandwidth measured in the same run."""
+    mystery = result.cases[0]
+    copy = next(c for c in result.cases if c.kernel == "elementwise.copy_vec4")
+    return mystery.bytes / (copy.bytes / copy.median_s)
+
+
+def check_lower_bound(result, seconds) -> Verdict:
+    """The learner's lower bound for the mystery, in seconds, against ``mystery_lower_bound_s``."""
+    if seconds is None:
+        return Verdict("Not answered yet: replace None with your lower bound in seconds.", False)
+    want = mystery_lower_bound_s(result)
+    observed = result.cases[0].median_s
+    if _close(seconds, want, 0.03):
+        return Verdict(f"Correct: {want * 1e6:,.1f} µs. The mystery took {observed * 1e6:,.0f} µs, "
+                       f"{observed / want:,.0f}× its bound: a residual of {(observed - want) * 1e6:,.0f} µs to explain.", True)
+    if _close(seconds, want * 1e6, 0.03):
+        return Verdict("That is the right number in microseconds; the check wants seconds.", False)
+    return Verdict("Not quite: the bound is the bytes the kernel must move (x read once, out written once, the "
+                   "weights once) divided by the copy kernel's bandwidth in the same run (its bytes ÷ its median).", False)
