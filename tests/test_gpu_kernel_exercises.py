@@ -51,8 +51,9 @@ def test_a_kernel_that_faults_is_reported_and_the_notebook_goes_on():
 
 
 def test_the_mystery_is_wrong_live_and_each_single_defect_is_caught():
-    as_given = ke.check("mystery_rms_norm", ke.MYSTERY.starter)
-    assert not as_given.correct and ("WRONG" in as_given or "past the end" in as_given), as_given
+    as_given = ke.check("mystery_rms_norm", ke.MYSTERY.starter)   # its 1,024-float array overflows at 1,025 columns
+    assert not as_given.correct and ("WRONG" in as_given or "past the end" in as_given
+                                     or "launch failed" in as_given), as_given
     no_guard = ke.check("mystery_rms_norm", ke.MYSTERY.wrong["one warp per row, no row guard"])
     assert not no_guard.correct and "16384×1024: correct" in no_guard, no_guard
     assert "4097×1024: WRONG" in no_guard or "past the end" in no_guard, no_guard
