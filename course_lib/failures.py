@@ -488,3 +488,16 @@ def check_choice(number: int, chosen: str | None) -> Verdict:
     shown, where = evidence(f), link(f)
     return Verdict(f"Right. {f.explanation}" + (f" Measured: {shown}" if shown else " (Not measured in this course.)")
                    + (f" See {where}." if where else ""), True)
+
+
+def evidence_rows(gpu: str = "h200") -> list[dict]:
+    """One row per failure a record demonstrates: its number, family, mistake, the measurement, where."""
+    return [{"#": f.number, "family": f.family, "mistake": f.mistake, "measured": evidence(f, gpu),
+             "shown in": f"{f.notebook} · {f.section}"} for f in demonstrated()]
+
+
+def undemonstrated_rows() -> list[dict]:
+    """The failures no record demonstrates: discussed (where a notebook does) but not measured."""
+    return [{"#": f.number, "family": f.family, "mistake": f.mistake,
+             "discussed in": f"{f.notebook} · {f.section}" if f.notebook else "not in a notebook"}
+            for f in FAILURES if f not in demonstrated()]

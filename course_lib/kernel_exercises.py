@@ -423,7 +423,7 @@ extern "C" __global__ void rms_norm(float* out, const float* in, const float* we
 }
 '''
 
-_MYSTERY_SOLUTION = '''#define ROWS_PER_BLOCK 8   // one warp per row: 8 warps of a 256-thread block
+MYSTERY_SCALAR_FIX = '''#define ROWS_PER_BLOCK 8   // one warp per row: 8 warps of a 256-thread block
 
 extern "C" __global__ void rms_norm(float* out, const float* in, const float* weight, int rows, int cols) {
     const int lane = threadIdx.x % 32;
@@ -442,6 +442,34 @@ extern "C" __global__ void rms_norm(float* out, const float* in, const float* we
 }
 '''
 
+_MYSTERY_SOLUTION = '''#define ROWS_PER_BLOCK 8   // one warp per row: 8 warps of a 256-thread block
+
+extern "C" __global__ void rms_norm(float* out, const float* in, const float* weight, int rows, int cols) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= rows) return;                         // a whole warp leaves together
+    const float* x = in + (long long)row * cols;
+    float* y = out + (long long)row * cols;
+    const int quads = cols % 4 == 0 ? cols / 4 : 0;  // 16-byte loads need 16-byte aligned rows
+    float sum_sq = 0.0f;
+    for (int i = lane; i < quads; i += 32) {         // lane i reads floats 4i..4i+3
+        const float4 v = reinterpret_cast<const float4*>(x)[i];
+        sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    for (int c = 4 * quads + lane; c < cols; c += 32)   // rows whose length is not a multiple of 4
+        sum_sq += x[c] * x[c];
+    for (int step = 16; step > 0; step /= 2)         // the warp's 32 partial sums, added in registers
+        sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, step);
+    const float scale = rsqrtf(sum_sq / cols + 1e-6f);
+    for (int i = lane; i < quads; i += 32) {
+        const float4 v = reinterpret_cast<const float4*>(x)[i], w = reinterpret_cast<const float4*>(weight)[i];
+        reinterpret_cast<float4*>(y)[i] = make_float4(v.x * scale * w.x, v.y * scale * w.y, v.z * scale * w.z, v.w * scale * w.w);
+    }
+    for (int c = 4 * quads + lane; c < cols; c += 32)
+        y[c] = x[c] * scale * weight[c];
+}
+'''
+
 MYSTERY = KernelExercise(
     name="mystery_rms_norm", notebook="11_failure_lab", kernel="rms_norm",
     task=("Make `rms_norm(out, in, weight, rows, cols)` correct at every shape and fast: out[r, c] = in[r, c] · "
@@ -453,9 +481,9 @@ MYSTERY = KernelExercise(
     solution=_MYSTERY_SOLUTION,
     wrong={
         "the mystery as given": _MYSTERY_STARTER,
-        "one warp per row, no row guard": _MYSTERY_SOLUTION.replace(
+        "one warp per row, no row guard": MYSTERY_SCALAR_FIX.replace(
             "    if (row >= rows) return;                        // a whole warp leaves together: no barrier is skipped\n", ""),
-        "one warp per row, the row kept in a local array": _MYSTERY_SOLUTION.replace(
+        "one warp per row, the row kept in a local array": MYSTERY_SCALAR_FIX.replace(
             "    float sum_sq = 0.0f;\n", "    float keep[128];                                // up to 4,096 columns\n"
             "    float sum_sq = 0.0f;\n").replace("        sum_sq += x[c] * x[c];", "        keep[c / 32] = x[c], sum_sq += x[c] * x[c];"
             ).replace("        y[c] = x[c] * scale * weight[c];", "        y[c] = keep[c / 32] * scale * weight[c];"),
@@ -655,6 +683,15 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     verdict = static_ok and ok
     lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again.")
     return Verdict("\n".join(lines), verdict)
+
+
+def resources(name: str, source: str) -> cuda.KernelResources:
+    """What ptxas gives ``source`` for this GPU (the recorded GPU's architecture in replay), with no
+    verdict: the compile report alone. A source that does not compile raises with NVRTC's log."""
+    _, res, problems = compile_exercise(exercise(name), source, cuda.target_arch())
+    if problems:
+        raise ValueError("\n".join(problems))
+    return res
 
 
 def starter(name: str) -> str:

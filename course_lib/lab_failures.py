@@ -1,7 +1,7 @@
 """Notebook 11: the capstone's mystery kernel measured, and the failures it demonstrates.
 
 Experiment ``failures.mystery``: the mystery RMSNorm of ``kernel_exercises.MYSTERY`` and its
-variants, each with one defect left (every one checked against a float64 reference at the timed
+variants, each with one defect left, the plain fix and the reference solution (every one checked against a float64 reference at the timed
 shape), beside the course's one-pass RMSNorm and the copy kernel that moves the same bytes;
 Nsight Compute's counters for each; compute-sanitizer's memcheck on the unguarded variants and
 racecheck on notebook 05's transpose with and without its barrier; the guard-less variant run at
@@ -18,7 +18,8 @@ from .lab_pipeline import sanitizer_summary
 AS_GIVEN = "the mystery as given"
 NO_GUARD = "one warp per row, no row guard"
 LOCAL_ROW = "one warp per row, the row kept in a local array"
-SOLUTION = "reference solution (one warp per row)"
+SCALAR_FIX = "one warp per row, 4-byte loads"
+SOLUTION = "reference solution (one warp per row, 16-byte loads)"
 NCU_METRICS = ["launch__grid_size", "sm__cycles_active.avg", "sm__cycles_active.max",
                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
@@ -27,7 +28,7 @@ NCU_METRICS = ["launch__grid_size", "sm__cycles_active.avg", "sm__cycles_active.
 
 def source(label: str) -> str:
     """The CUDA C of one variant of the mystery kernel."""
-    return ke.MYSTERY.solution if label == SOLUTION else ke.MYSTERY.wrong[label]
+    return {SOLUTION: ke.MYSTERY.solution, SCALAR_FIX: ke.MYSTERY_SCALAR_FIX}.get(label) or ke.MYSTERY.wrong[label]
 
 
 def compiled(label: str):
@@ -162,7 +163,7 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
     want = reference(x, w, rows, cols)
     params = {"rows": rows, "cols": cols}
     cases: list[Case] = []
-    labels = [AS_GIVEN, LOCAL_ROW, NO_GUARD, SOLUTION]
+    labels = [AS_GIVEN, LOCAL_ROW, NO_GUARD, SCALAR_FIX, SOLUTION]
     for label in labels:
         fn, res, per_block = compiled(label)
         out.fill(cupy.nan)
@@ -214,11 +215,19 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
 
 # --------------------------------------------------------------------------- analysis (no GPU)
 
-def diagnosis_rows(result) -> list[dict]:
-    """One row per timed kernel: time, share of the copy's bandwidth, and the counters that tell why."""
+COLLEAGUE = "host timer"     # the case a colleague reported, timed the wrong way
+BEFORE_THE_FIX = (AS_GIVEN, "course rmsnorm_one_pass", "copy")
+
+
+def diagnosis_rows(result, only: tuple[str, ...] | None = None, with_host_timer: bool = False) -> list[dict]:
+    """One row per timed kernel (those whose name starts with one of ``only``, or all): time, share
+    of the copy's bandwidth in the same run, and the ncu counters that tell why. The host-timer
+    case is left out unless asked for."""
     copy = next(c for c in result.cases if c.kernel == "elementwise.copy_vec4")
     rows = []
     for c in result.cases:
+        if (only and not c.name.startswith(only)) or (COLLEAGUE in c.name and not with_host_timer):
+            continue
         row = {"kernel": c.name.rsplit(",", 1)[0], "timer": c.timer, "median (µs)": round(c.median_s * 1e6, 1),
                "GB/s": round(c.bytes / c.median_s / 1e9), "% of copy": round(100 * copy.median_s / c.median_s * c.bytes / copy.bytes, 1)}
         m = c.extra.get("ncu")
@@ -232,6 +241,17 @@ def diagnosis_rows(result) -> list[dict]:
                                                  + m["l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"]),
                     "DRAM MB": round((m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]) / 1e6)}
         rows.append(row)
+    return rows
+
+
+def edge_rows(result) -> list[dict]:
+    """The guard-less kernel at a row count that is a multiple of its block and at one that is not."""
+    case = next(c for c in result.cases if c.kernel == f"capstone.{NO_GUARD}")
+    rows = []
+    for what in ("rows a multiple of the block", "rows not a multiple of the block"):
+        e = case.extra[what]
+        rows.append({"rows × cols": f"{e['rows']:,} × {e['cols']:,}", "blocks of 8 rows": -(-e["rows"] // e["rows_per_block"]),
+                     "wrong outputs": e["wrong_outputs"], "floats written past the end": e["written_past_the_end"]})
     return rows
 
 
