@@ -499,5 +499,5 @@ def evidence_rows(gpu: str = "h200") -> list[dict]:
 def undemonstrated_rows() -> list[dict]:
     """The failures no record demonstrates: discussed (where a notebook does) but not measured."""
     return [{"#": f.number, "family": f.family, "mistake": f.mistake,
-             "discussed in": f"{f.notebook} · {f.section}" if f.notebook else "not in a notebook"}
+             "discussed in": " · ".join(filter(None, (f.notebook, f.section))) or "not in a notebook"}
             for f in FAILURES if f not in demonstrated()]

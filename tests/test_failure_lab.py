@@ -1,0 +1,96 @@
+"""Notebook 11 without a GPU: the capstone's checks, the quiz widget, and the record's analysis."""
+import re
+from pathlib import Path
+
+import pytest
+
+from course_lib import experiments, failures, kernel_exercises as ke, lab_failures as lf
+from course_lib.exercises_failures import CLEARED, SUSPECTS, check_diagnosis, check_lower_bound, mystery_lower_bound_s
+from course_lib.widgets_failures import LETTERS, failure_quiz
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def replay(monkeypatch):
+    monkeypatch.setenv("COURSE_MODE", "replay")
+
+
+@pytest.fixture(scope="module")
+def mystery():
+    import os
+    os.environ["COURSE_MODE"] = "replay"
+    return experiments.run("failures.mystery")
+
+
+def test_the_diagnosis_needs_every_defect_and_no_innocent_suspect():
+    assert check_diagnosis(set(ke.MYSTERY_DEFECTS)).correct
+    assert check_diagnosis({d.upper() for d in ke.MYSTERY_DEFECTS}).correct
+    partial = check_diagnosis({"idle SMs", "edges"})
+    assert not partial.correct and "2 still hidden" in partial
+    assert "local memory" not in partial and "uncoalesced" not in partial      # the hidden ones are not named
+    framed = check_diagnosis(set(ke.MYSTERY_DEFECTS) | {"bank conflicts"})
+    assert not framed.correct and "Not guilty: bank conflicts" in framed
+    assert not check_diagnosis(None).correct
+    unknown = check_diagnosis({"cosmic rays"})
+    assert not unknown.correct and "cosmic rays" in unknown
+    assert set(SUSPECTS) == set(ke.MYSTERY_DEFECTS) | set(CLEARED)
+
+
+def test_the_lower_bound_is_the_compulsory_bytes_at_the_copy_bandwidth_of_the_same_run(mystery):
+    copy = next(c for c in mystery.cases if c.kernel == "elementwise.copy_vec4")
+    rows, cols = mystery.params["shape"]
+    want = (2 * rows * cols * 4 + cols * 4) / (copy.bytes / copy.median_s)
+    assert mystery_lower_bound_s(mystery) == pytest.approx(want)
+    assert check_lower_bound(mystery, want).correct
+    assert not check_lower_bound(mystery, 2 * want).correct
+    assert "microseconds" in check_lower_bound(mystery, want * 1e6)
+    assert not check_lower_bound(mystery, None).correct
+
+
+def test_the_record_holds_what_the_notebook_says(mystery):
+    rows = {r["kernel"]: r for r in lf.diagnosis_rows(mystery)}
+    given, solution = rows[lf.AS_GIVEN], rows[lf.SOLUTION]
+    assert given["blocks"] == 64 and given["SM busy (avg/max cycles)"] < 0.6
+    assert 16 <= given["sectors per load request"] <= 17          # 32 for x, 1 for the broadcast weight
+    assert given["local sectors (ld+st)"] > 1e6 and given["% of copy"] < 15
+    assert solution["blocks"] == 2048 and solution["SM busy (avg/max cycles)"] > 0.9
+    assert solution["local sectors (ld+st)"] == 0 and 65 <= solution["% of copy"] <= 85
+    assert rows[lf.LOCAL_ROW]["median (µs)"] > rows[lf.SCALAR_FIX]["median (µs)"]
+    assert rows["course rmsnorm_one_pass"]["% of copy"] > solution["% of copy"]
+    host = lf.diagnosis_rows(mystery, only=(lf.AS_GIVEN,), with_host_timer=True)
+    assert len(host) == 2 and host[1]["% of copy"] > 100                  # the colleague's impossible number
+    multiple, one_more = lf.edge_rows(mystery)
+    assert multiple["floats written past the end"] == 0 and one_more["floats written past the end"] > 0
+    lines = lf.sanitizer_lines(mystery)
+    assert any("Invalid __global__" in ln for ln in lines[f"memcheck: {lf.AS_GIVEN}"])
+    assert any("0 errors" in ln for ln in lines[f"memcheck: {lf.SOLUTION}"])
+    assert any("Race reported" in ln for ln in lines["racecheck of notebook 05's transpose, no barrier"])
+
+
+def test_the_notebooks_exercise_cell_starts_from_the_mystery_as_given():
+    text = (ROOT / "notebooks" / "11_failure_lab.md").read_text(encoding="utf-8")
+    cell = re.search(r"```\{code-cell\} ipython3\n%%cuda_exercise mystery_rms_norm\n(.*?)```", text, re.S)
+    assert cell and cell.group(1) == ke.starter("mystery_rms_norm")
+
+
+def test_the_quiz_widget_checks_the_chosen_letter_and_shows_the_evidence():
+    quiz = failure_quiz("resources")
+    assert [n for _, n in quiz.number.options] == [f.number for f in failures.by_family("resources")]
+    quiz.number.value = 7
+    right = LETTERS[failures.choices(7).index(failures.failure(7).explanation)]
+    wrong = next(x for x in LETTERS if x != right)
+    quiz.answer.value = wrong
+    quiz._check()
+    assert quiz.verdict.value.startswith("<p>✘")
+    quiz.answer.value = right
+    quiz._check()
+    assert "✔ Right" in quiz.verdict.value and "occupancy.register_spill" in quiz.verdict.value
+    assert 'href="03_occupancy.ipynb#' in quiz.verdict.value
+    quiz._show()
+    quiz._check()
+    assert "Not answered" in quiz.verdict.value
+    quiz.family.value = "roofline and measurement"
+    assert quiz.number.value == 22 and "Mistake 22" in quiz.mistake.value
+    with pytest.raises(ValueError, match="unknown family"):
+        failure_quiz("caching")
