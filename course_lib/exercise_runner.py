@@ -175,61 +175,92 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
     return out
 
 
-def _rms_norm_reference(x, w):
+def _row_reference(op: str, x, w):
     import cupy
 
     x64 = x.astype(cupy.float64)
+    if op == "row_sums":
+        return x64.sum(axis=1).astype(cupy.float32)
     return (x64 / cupy.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w.astype(cupy.float64)).astype(cupy.float32)
 
 
-def _rms_norm_launch(fn, out, x, w, rows: int, cols: int, rows_per_block: int):
+def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
+    """A kernel over the rows of a matrix (``op``: "rms_norm" writes rows × cols, "row_sums" one float
+    per row), at each shape with room past both arrays (one block's worth of rows): reads there find
+    data, not a fault, and writes there hit a sentinel that says the kernel wrote past the end."""
+    import cupy
     import numpy as np
 
-    from .kernel_exercises import MYSTERY_THREADS
-
-    fn((-(-rows // rows_per_block),), (MYSTERY_THREADS,), (out, x, w, np.int32(rows), np.int32(cols)))
-
-
-def _rms_norm_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
-    """Each shape with room past both arrays (one block's worth of rows): reads there find data, not a
-    fault, and writes there hit a sentinel that says the kernel wrote past the end."""
-    import cupy
-
     from .kernel_exercises import MYSTERY_SHAPES, MYSTERY_THREADS, MYSTERY_TIMED_SHAPE
-    from .lab_fusion import run_rmsnorm
     from .timing import benchmark
+
+    def launch(out, x, w, rows, cols):
+        args = (out, x, w) if op == "rms_norm" else (out, x)
+        fn((-(-rows // rows_per_block),), (MYSTERY_THREADS,), (*args, np.int32(rows), np.int32(cols)))
 
     out = {"cases": []}
     for index in sizes:
         rows, cols = MYSTERY_SHAPES[index]
-        spare = (MYSTERY_THREADS + rows_per_block) * cols + 64
+        spare_rows = MYSTERY_THREADS + rows_per_block
         rng = cupy.random.default_rng(index)
-        x_all = rng.random(rows * cols + spare, dtype=cupy.float32) - 0.5
+        x_all = rng.random((rows + spare_rows) * cols, dtype=cupy.float32) - 0.5
         w = rng.random(cols, dtype=cupy.float32) + 0.5
-        got = cupy.full(rows * cols + spare, cupy.nan, dtype=cupy.float32)
-        got[rows * cols:] = 12345.0
-        _rms_norm_launch(fn, got, x_all, w, rows, cols, rows_per_block)
+        n_out = rows * cols if op == "rms_norm" else rows
+        got = cupy.full(n_out + spare_rows * (cols if op == "rms_norm" else 1) + 64, cupy.nan, dtype=cupy.float32)
+        got[n_out:] = 12345.0
+        launch(got, x_all, w, rows, cols)
         cupy.cuda.Device().synchronize()
-        want = _rms_norm_reference(x_all[:rows * cols].reshape(rows, cols), w).ravel()
-        wrong = _first_wrong(got[:rows * cols], want, shape=(rows, cols), rtol=1e-4, atol=1e-5)
-        if wrong is None and bool((got[rows * cols:] != 12345.0).any()):
-            past = int(cupy.argmax(got[rows * cols:] != 12345.0))
-            wrong = f"it wrote past the end of out: {past:,} elements after the last row"
+        want = _row_reference(op, x_all[:rows * cols].reshape(rows, cols), w).ravel()
+        shape = (rows, cols) if op == "rms_norm" else None
+        atol = 1e-5 if op == "rms_norm" else 1e-5 * cols ** 0.5   # a sum's rounding grows with its length
+        wrong = _first_wrong(got[:n_out], want, shape=shape, rtol=1e-4, atol=atol)
+        if wrong is None and bool((got[n_out:] != 12345.0).any()):
+            past = int(cupy.argmax(got[n_out:] != 12345.0))
+            wrong = f"it wrote past the end of out: {past:,} elements after its last"
         out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
         rows, cols = MYSTERY_TIMED_SHAPE
         x = cupy.random.default_rng(1).random((rows, cols), dtype=cupy.float32)
         w = cupy.ones(cols, dtype=cupy.float32)
-        y = cupy.empty_like(x)
-        mine = benchmark(lambda: _rms_norm_launch(fn, y, x, w, rows, cols, rows_per_block), 20)
-        ref = benchmark(lambda: run_rmsnorm(y, x, w, "one pass"), 20)
+        y = cupy.empty_like(x) if op == "rms_norm" else cupy.empty(rows, dtype=cupy.float32)
+        mine = benchmark(lambda: launch(y, x, w, rows, cols), 20)
+        course, name = _course_row_kernel(op, x, w)
+        ref = benchmark(course, 20)
         out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "fusion.rmsnorm_one_pass", "samples": 20}
+                         "course_kernel": name, "samples": 20}
     return out
 
 
+def _course_row_kernel(op: str, x, w):
+    """The course kernel that moves the same bytes: the one-pass RMSNorm, or RMSNorm's row statistics
+    (which read each row once and write one float, as row sums do)."""
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .lab_fusion import FAMILY, row_threads, run_rmsnorm
+
+    rows, cols = x.shape
+    if op == "rms_norm":
+        y = cupy.empty_like(x)
+        return (lambda: run_rmsnorm(y, x, w, "one pass")), "fusion.rmsnorm_one_pass"
+    stats = cupy.empty(rows, dtype=cupy.float32)
+    kernel = cuda.kernel(FAMILY, "rmsnorm_row_stats")
+    return (lambda: kernel((rows,), (row_threads(cols),), (stats, x, np.int32(cols), np.float32(1e-6)))), \
+        "fusion.rmsnorm_row_stats"
+
+
+def _rms_norm_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
+    return _row_cases(fn, sizes, time_it, rows_per_block, "rms_norm")
+
+
+def _warp_row_sums_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
+    return _row_cases(fn, sizes, time_it, rows_per_block, "row_sums")
+
+
 CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
-         "transpose_tile": _transpose_cases, "mystery_rms_norm": _rms_norm_cases}
+         "transpose_tile": _transpose_cases, "mystery_rms_norm": _rms_norm_cases,
+         "warp_row_sums": _warp_row_sums_cases}
 
 
 def main(spec_json: str) -> int:

@@ -367,15 +367,43 @@ def _target_sm_count() -> int:
     return info.sm_count if info else hardware.spec(runtime.replay_gpu()).sm_count
 
 
+def _lanes_per_row_finding(per_block: int, cols: int) -> Finding:
+    """The sector model for one warp's load when ROWS_PER_BLOCK rows share a block's 256 threads and
+    lane i of a row reads its element i."""
+    from . import memory
+
+    lanes_per_row = MYSTERY_THREADS // per_block
+    if lanes_per_row >= 32:
+        return Finding(True, f"uncoalesced loads: {lanes_per_row} threads share a row, so a warp's 32 lanes can "
+                             "read 32 neighbouring floats (4 sectors, if lane i reads element i)")
+    addresses = [(lane // lanes_per_row) * cols * 4 + (lane % lanes_per_row) * 4 for lane in range(32)]
+    sc = memory.sector_count(addresses, 4)
+    return Finding(False, f"uncoalesced loads: {lanes_per_row} thread{'s' if lanes_per_row > 1 else ''} per row "
+                          f"puts a warp's 32 lanes on {32 // lanes_per_row} rows {cols * 4:,} B apart: "
+                          f"{sc.n_sectors} sectors for {sc.requested_bytes} B (sector model: "
+                          f"{100 * sc.efficiency:.1f}% of the fetched bytes used)")
+
+
+def _row_launch_problem(per_block: int | None) -> Finding | None:
+    if per_block is None or per_block < 1 or MYSTERY_THREADS % per_block:
+        return Finding(False, "define ROWS_PER_BLOCK as a divisor of 256 (#define ROWS_PER_BLOCK 8, say): the "
+                              f"checker launches ⌈rows / ROWS_PER_BLOCK⌉ blocks of {MYSTERY_THREADS} threads")
+    return None
+
+
+def _row_launch(source: str) -> dict | None:
+    per_block = rows_per_block(source)
+    return None if _row_launch_problem(per_block) else {"rows_per_block": per_block}
+
+
 def _mystery_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
     """One finding per defect of the capstone, each from a course model or the compile report."""
-    from . import memory, waves
+    from . import waves
 
     body = _strip_comments(source)
     per_block = rows_per_block(source)
-    if per_block is None or per_block < 1 or MYSTERY_THREADS % per_block:
-        return [Finding(False, "define ROWS_PER_BLOCK as a divisor of 256 (#define ROWS_PER_BLOCK 8, say): the "
-                               f"checker launches ⌈rows / ROWS_PER_BLOCK⌉ blocks of {MYSTERY_THREADS} threads")]
+    if (problem := _row_launch_problem(per_block)) is not None:
+        return [problem]
     rows, cols = MYSTERY_TIMED_SHAPE
     sms = _target_sm_count()
     blocks = -(-rows // per_block)
@@ -385,17 +413,7 @@ def _mystery_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
                    + (f" leave {sms - blocks} SMs with no work at all" if blocks < sms else
                       f" ({blocks / sms:.1f} per SM)" + (": too few to hide latency" if blocks < 2 * sms else ""))
                    + f" (wave model, one block per SM: {s.waves} wave{'s' if s.waves > 1 else ''})")]
-    lanes_per_row = MYSTERY_THREADS // per_block
-    if lanes_per_row >= 32:
-        out.append(Finding(True, f"uncoalesced loads: {lanes_per_row} threads share a row, so a warp's 32 lanes can "
-                                 "read 32 neighbouring floats (4 sectors, if lane i reads element i)"))
-    else:
-        addresses = [(lane // lanes_per_row) * cols * 4 + (lane % lanes_per_row) * 4 for lane in range(32)]
-        sc = memory.sector_count(addresses, 4)
-        out.append(Finding(False, f"uncoalesced loads: {lanes_per_row} thread{'s' if lanes_per_row > 1 else ''} per row "
-                                  f"puts a warp's 32 lanes on {32 // lanes_per_row} rows {cols * 4:,} B apart: "
-                                  f"{sc.n_sectors} sectors for {sc.requested_bytes} B (sector model: "
-                                  f"{100 * sc.efficiency:.1f}% of the fetched bytes used)"))
+    out.append(_lanes_per_row_finding(per_block, cols))
     local = res.stack_frame_bytes + res.spill_store_bytes
     out.append(Finding(local == 0, "local memory: none (no stack frame, no spills)" if local == 0 else
                        f"local memory: {res.stack_frame_bytes:,} B stack frame per thread, {res.spill_store_bytes} B "
@@ -494,10 +512,78 @@ MYSTERY = KernelExercise(
     sizes=tuple(range(len(MYSTERY_SHAPES))),
     size_labels=tuple(f"{r}×{c}" for r, c in MYSTERY_SHAPES),
     static=_mystery_checks,
-    launch=lambda src: None if (r := rows_per_block(src)) is None or r < 1 or MYSTERY_THREADS % r else {"rows_per_block": r},
+    launch=_row_launch,
 )
 
-EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, TRANSPOSE, TILE_GEMM, MYSTERY)}
+# ---- notebook 04: row sums whose loads are coalesced
+
+def _warp_row_sum_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    per_block = rows_per_block(source)
+    if (problem := _row_launch_problem(per_block)) is not None:
+        return [problem]
+    out = [_lanes_per_row_finding(per_block, MYSTERY_TIMED_SHAPE[1])]
+    if MYSTERY_THREADS // per_block > 1:
+        combined = "__shfl" in body or "__shared__" in body or "atomicAdd" in body
+        out.append(Finding(combined, "the partial sums of a row's threads are combined (a shuffle, shared memory or "
+                                     "an atomic)" if combined else "several threads share a row, but nothing combines "
+                                     "their partial sums: use __shfl_xor_sync (or shared memory)"))
+    return out
+
+
+_WARP_ROW_SUMS_STARTER = '''#define ROWS_PER_BLOCK 256   // one thread per row
+
+extern "C" __global__ void row_sums(float* out, const float* in, int rows, int cols) {
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;
+    if (row >= rows) return;
+    float sum = 0.0f;
+    for (int c = 0; c < cols; ++c)
+        sum += in[(long long)row * cols + c];
+    out[row] = sum;
+}
+'''
+
+_WARP_ROW_SUMS_SOLUTION = '''#define ROWS_PER_BLOCK 8   // one warp per row
+
+extern "C" __global__ void row_sums(float* out, const float* in, int rows, int cols) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= rows) return;                       // the whole warp leaves together
+    const float* x = in + (long long)row * cols;
+    float sum = 0.0f;
+    for (int c = lane; c < cols; c += 32)          // lane i reads element i: one warp load, 4 sectors
+        sum += x[c];
+    for (int step = 16; step > 0; step /= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, step);
+    if (lane == 0) out[row] = sum;
+}
+'''
+
+WARP_ROW_SUMS = KernelExercise(
+    name="warp_row_sums", notebook="04_coalescing", kernel="row_sums",
+    task=("Write `row_sums(float* out, const float* in, int rows, int cols)`: out[r] = Σ_c in[r, c], rows × cols "
+          f"float32, row-major, launched as ⌈rows / ROWS_PER_BLOCK⌉ blocks of {MYSTERY_THREADS} threads with "
+          "ROWS_PER_BLOCK read from your source. The starter gives each thread a row, so a warp's 32 lanes read 32 "
+          "rows at once; make the lanes of a warp read neighbouring elements of one row."),
+    starter=_WARP_ROW_SUMS_STARTER,
+    hint=("Give each row a whole warp (ROWS_PER_BLOCK 8): lane i starts at column i and steps by 32, so one load "
+          "instruction covers 32 consecutive floats. Each lane then holds a partial sum; five __shfl_xor_sync steps "
+          "(16, 8, 4, 2, 1) add them, and lane 0 writes the row's result."),
+    solution=_WARP_ROW_SUMS_SOLUTION,
+    wrong={
+        "the starter (one thread per row)": _WARP_ROW_SUMS_STARTER,
+        "a warp per row, partial sums never combined": _WARP_ROW_SUMS_SOLUTION.replace(
+            "    for (int step = 16; step > 0; step /= 2)\n        sum += __shfl_xor_sync(0xffffffffu, sum, step);\n", ""),
+        "a warp per row, no row guard": _WARP_ROW_SUMS_SOLUTION.replace(
+            "    if (row >= rows) return;                       // the whole warp leaves together\n", ""),
+    },
+    sizes=tuple(range(len(MYSTERY_SHAPES))),
+    size_labels=tuple(f"{r}×{c}" for r, c in MYSTERY_SHAPES),
+    static=_warp_row_sum_checks,
+    launch=_row_launch,
+)
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:

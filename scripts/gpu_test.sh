@@ -5,6 +5,7 @@
 #
 #   scripts/gpu_test.sh            # execute + nbval
 #   RECORD=1 scripts/gpu_test.sh   # record data/recorded/<gpu>/ first
+#   NBVAL=0 scripts/gpu_test.sh    # execute and write back, without the second (nbval) run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
@@ -39,5 +40,6 @@ for path in paths:
     nbformat.write(nb, path)
     print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
 PY
+if [ "${NBVAL:-1}" = 0 ]; then exit 0; fi   # NBVAL=0: execute and write back only (saves a second run)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=(notebooks/); fi
 $PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q "${targets[@]}"

@@ -64,3 +64,9 @@ def test_sanitize_runs_memcheck_and_racecheck_and_racecheck_finds_a_missing_barr
     assert clean.correct and "memcheck: no errors" in clean and "racecheck: no errors" in clean, clean
     racy = ke.check("transpose_tile", ke.TRANSPOSE.wrong["no barrier"], sanitize=True, time_limit_s=30)
     assert not racy.correct and "racecheck: errors" in racy, racy
+
+
+def test_row_sums_without_the_shuffle_or_the_guard_are_wrong_live():
+    for label in ("a warp per row, partial sums never combined", "a warp per row, no row guard"):
+        verdict = ke.check("warp_row_sums", ke.WARP_ROW_SUMS.wrong[label])
+        assert not verdict.correct and ("WRONG" in verdict or "past the end" in verdict), (label, verdict)

@@ -158,3 +158,16 @@ def test_the_capstone_reads_its_launch_from_the_source():
     assert ke.MYSTERY.launch(no_define) is None
     assert ke.MYSTERY.launch(ke.MYSTERY.solution.replace("ROWS_PER_BLOCK 8", "ROWS_PER_BLOCK 3")) is None
     assert ke.MYSTERY.launch(ke.MYSTERY.solution) == {"rows_per_block": 8}
+
+
+@pytest.mark.parametrize("name", list(ke.EXERCISES))
+def test_each_exercise_has_its_cell_in_its_notebook_starting_from_the_starter(name):
+    import re
+    from pathlib import Path
+
+    ex = ke.exercise(name)
+    text = (Path(__file__).resolve().parents[1] / "notebooks" / f"{ex.notebook}.md").read_text(encoding="utf-8")
+    cell = re.search(r"```\{code-cell\}[^\n]*\n%%cuda_exercise " + re.escape(name) + r"\n(.*?)```", text, re.S)
+    assert cell, f"{ex.notebook} has no %%cuda_exercise {name} cell"
+    assert cell.group(1) == ex.starter
+    assert "%load_ext course_lib.magic" in text[:cell.start()]
