@@ -93,6 +93,8 @@ def _warm_up() -> None:
     x.reshape(2, 4).T.ravel()
     y = x.reshape(2, 4).astype(cupy.float64)
     bool((~(cupy.abs((y @ y.T).ravel() - 1.0) <= 1.0)).any())
+    v = cupy.random.default_rng(0).standard_normal(8, dtype=cupy.float32).reshape(2, 4) + x[:4]
+    (v.astype(cupy.float64) / cupy.sqrt((y ** 2).mean(axis=1, keepdims=True)) * cupy.tanh(y)).ravel()
     cupy.cuda.Device().synchronize()
 
 
@@ -258,9 +260,118 @@ def _warp_row_sums_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
     return _row_cases(fn, sizes, time_it, rows_per_block, "row_sums")
 
 
+def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .experiments import elementwise_launch
+    from .kernel_exercises import TILE_SHAPES, TILE_TIMED_SHAPE
+    from .timing import benchmark
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out, guard = {"cases": []}, 64 * 4097 + 64          # a tile row's worth past the end
+    for index in sizes:
+        rows, cols = TILE_SHAPES[index]
+        x = cupy.random.default_rng(index).random(rows * cols + guard, dtype=cupy.float32)
+        y = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
+        y[rows * cols:] = 12345.0
+        fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(y[:rows * cols], x[:rows * cols] * np.float32(1.5), shape=(rows, cols))
+        if wrong is None and bool((y[rows * cols:] != 12345.0).any()):
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = TILE_TIMED_SHAPE
+        n = rows * cols
+        x, y = cupy.ones(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
+        grid, block = elementwise_launch("copy_vec4", n)
+        copy = cuda.kernel("elementwise", "copy_vec4")
+        mine = benchmark(lambda: fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols))), 20)
+        ref = benchmark(lambda: copy(grid, block, (y, x, np.int64(n))), 20)
+        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "elementwise.copy_vec4", "samples": 20}
+    return out
+
+
+def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from . import cuda
+    from .experiments import elementwise_launch
+    from .kernel_exercises import FUSED_SHAPES, FUSED_TIMED_SHAPE
+    from .timing import benchmark
+
+    def launch(y, x, bias, res, rows, cols):
+        total = rows * cols
+        fn((-(-total // 256),), (256,), (y, x, bias, res, np.int32(cols), np.int64(total)))
+
+    out, guard = {"cases": []}, 256
+    for index in sizes:
+        rows, cols = FUSED_SHAPES[index]
+        rng = cupy.random.default_rng(index)
+        x, res = (rng.standard_normal(rows * cols, dtype=cupy.float32) for _ in range(2))
+        bias = rng.standard_normal(cols, dtype=cupy.float32)
+        y = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
+        y[rows * cols:] = 12345.0
+        launch(y, x, bias, res, rows, cols)
+        cupy.cuda.Device().synchronize()
+        v = (x.reshape(rows, cols) + bias).astype(cupy.float64)
+        want = (0.5 * v * (1 + cupy.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))).ravel() + res
+        wrong = _first_wrong(y[:rows * cols], want.astype(cupy.float32), shape=(rows, cols), rtol=2e-3, atol=2e-3)
+        if wrong is None and bool((y[rows * cols:] != 12345.0).any()):
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = FUSED_TIMED_SHAPE
+        n = rows * cols
+        x, res, y = cupy.ones(n, dtype=cupy.float32), cupy.ones(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
+        bias = cupy.zeros(cols, dtype=cupy.float32)
+        grid, block = elementwise_launch("vector_add_vec4", n)
+        add = cuda.kernel("elementwise", "vector_add_vec4")
+        mine = benchmark(lambda: launch(y, x, bias, res, rows, cols), 20)
+        ref = benchmark(lambda: add(grid, block, (y, x, res, np.int64(n))), 20)
+        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "elementwise.vector_add_vec4", "samples": 20}
+    return out
+
+
+def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from .lab_pipeline import run_stream
+    from .timing import benchmark
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = {"cases": []}
+    for n in sizes:
+        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
+        total = cupy.zeros(1, dtype=cupy.float32)
+        fn((sms,), (256,), (total, x, np.int64(n)))
+        cupy.cuda.Device().synchronize()
+        want = float((x.astype(cupy.float64) ** 2).sum())
+        got = float(total[0])
+        ok = abs(got - want) <= 1e-4 * abs(want) + 1e-6
+        out["cases"].append({"size": n, "passed": ok,
+                             "first_wrong": None if ok else f"the sum is {got:.7g}, the float64 reference {want:.7g}"})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = sizes[-1]
+        x = cupy.ones(n, dtype=cupy.float32)
+        total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
+        mine = benchmark(lambda: fn((sms,), (256,), (total, x, np.int64(n))), 20)
+        ref = benchmark(lambda: run_stream("stream_cp_async", x, partial, sms, stages=2), 20)
+        out["timing"] = {"size": n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+                         "course_kernel": "pipeline.stream_cp_async (2 stages, one block per SM)", "samples": 20}
+    return out
+
+
 CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
          "transpose_tile": _transpose_cases, "mystery_rms_norm": _rms_norm_cases,
-         "warp_row_sums": _warp_row_sums_cases}
+         "warp_row_sums": _warp_row_sums_cases, "persistent_tiles": _scale_tiles_cases,
+         "fused_epilogue": _fused_epilogue_cases, "async_pipeline": _async_pipeline_cases}
 
 
 def main(spec_json: str) -> int:

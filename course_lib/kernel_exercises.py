@@ -583,7 +583,246 @@ WARP_ROW_SUMS = KernelExercise(
     launch=_row_launch,
 )
 
-EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM, MYSTERY)}
+# ---- notebook 07: a persistent grid that walks the tiles
+
+TILE_EDGE = 64
+TILE_SHAPES = ((1, 1), (65, 63), (1000, 333), (130, 4099), (4097, 4097))
+TILE_TIMED_SHAPE = (8192, 8192)
+
+
+def _persistent_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    from . import waves
+
+    body = _strip_comments(source)
+    rows, cols = TILE_TIMED_SHAPE
+    grid = waves.tile_grid(rows, cols, TILE_EDGE, TILE_EDGE)
+    sms = _target_sm_count()
+    most, fewest = -(-grid.blocks // sms), grid.blocks // sms
+    out = [Finding("gridDim" in body, f"the kernel reads gridDim, so its {sms} blocks can walk all the tiles (at "
+                                      f"{rows:,}²: {grid.blocks:,} tiles of {TILE_EDGE}², {fewest} or {most} per block)"
+                   if "gridDim" in body else f"the kernel never reads gridDim: with {sms} blocks (one per SM) it "
+                   f"cannot reach the {grid.blocks:,} tiles of a matrix of {rows:,}²; loop over tiles, stepping by gridDim.x")]
+    masked = _COMPARES_ROWS.search(body) is not None and re.search(r"[<>]=?\s*cols\b|\bcols\s*[<>]", body) is not None
+    out.append(Finding(masked, "edge tiles are masked against rows and cols" if masked else
+                       "nothing compares with both rows and cols: the edge tiles of a matrix that is not a multiple "
+                       f"of {TILE_EDGE} would read and write outside it"))
+    return out
+
+
+_PERSISTENT_STARTER = '''#define TILE 64   // a block scales one 64 x 64 tile at a time; 256 threads, 16 rows each
+
+extern "C" __global__ void scale_tiles(float* out, const float* in, float a, int rows, int cols) {
+    const int tiles_n = (cols + TILE - 1) / TILE;
+    const int tile = blockIdx.x;                  // one tile per block: only gridDim.x tiles get done
+    const int r0 = (tile / tiles_n) * TILE, c0 = (tile % tiles_n) * TILE;
+    const int c = c0 + threadIdx.x % TILE;
+    for (int r = r0 + threadIdx.x / TILE; r < r0 + TILE; r += 256 / TILE)
+        if (r < rows && c < cols) out[(long long)r * cols + c] = a * in[(long long)r * cols + c];
+}
+'''
+
+_PERSISTENT_SOLUTION = '''#define TILE 64   // a block scales one 64 x 64 tile at a time; 256 threads, 16 rows each
+
+extern "C" __global__ void scale_tiles(float* out, const float* in, float a, int rows, int cols) {
+    const int tiles_n = (cols + TILE - 1) / TILE;
+    const int tiles = ((rows + TILE - 1) / TILE) * tiles_n;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {   // tile j goes to block j mod gridDim.x
+        const int r0 = (tile / tiles_n) * TILE, c0 = (tile % tiles_n) * TILE;
+        const int c = c0 + threadIdx.x % TILE;
+        for (int r = r0 + threadIdx.x / TILE; r < r0 + TILE; r += 256 / TILE)
+            if (r < rows && c < cols) out[(long long)r * cols + c] = a * in[(long long)r * cols + c];
+    }
+}
+'''
+
+PERSISTENT_TILES = KernelExercise(
+    name="persistent_tiles", notebook="07_waves", kernel="scale_tiles",
+    task=("Write `scale_tiles(out, in, a, rows, cols)`: out = a · in over a rows × cols float32 matrix cut into "
+          f"{TILE_EDGE} × {TILE_EDGE} tiles, launched as a persistent grid: one block of 256 threads per SM, "
+          "however many tiles there are. Each block must loop over tiles, and the edge tiles must be masked."),
+    starter=_PERSISTENT_STARTER,
+    hint=("Number the tiles 0 … tiles − 1 in row-major order and let block b take tiles b, b + gridDim.x, "
+          "b + 2·gridDim.x, …: the same order a persistent GEMM uses. Keep the starter's tile body."),
+    solution=_PERSISTENT_SOLUTION,
+    wrong={
+        "the starter (one tile per block)": _PERSISTENT_STARTER,
+        "no edge mask": _PERSISTENT_SOLUTION.replace("            if (r < rows && c < cols) out", "            out"),
+    },
+    sizes=tuple(range(len(TILE_SHAPES))),
+    size_labels=tuple(f"{r}×{c}" for r, c in TILE_SHAPES),
+    static=_persistent_tile_checks,
+)
+
+
+# ---- notebook 08: the epilogue fused into one pass
+
+FUSED_SHAPES = ((1, 1), (3, 5), (257, 1000), (1000, 33), (4097, 1024))
+FUSED_TIMED_SHAPE = (16384, 4096)
+
+
+def _fused_epilogue_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    kernels = re.findall(r"__global__", body)
+    out = [Finding(len(kernels) == 1, "one kernel: the three steps in one pass" if len(kernels) == 1 else
+                   f"{len(kernels)} kernels in the cell: fuse the steps into bias_gelu_residual alone (each extra "
+                   "pass would write its result to HBM and read it back)")]
+    out.append(Finding(not res.spills, "no spills" if not res.spills else
+                       f"spills {res.spill_store_bytes} B: the fused kernel keeps too much per thread"))
+    return out
+
+
+_FUSED_STARTER = '''// Three passes over HBM: each writes its whole result and the next reads it back.
+extern "C" __global__ void add_bias(float* y, const float* x, const float* bias, int cols, long long total) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < total) y[i] = x[i] + bias[i % cols];
+}
+extern "C" __global__ void gelu(float* y, const float* x, long long total) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < total) y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+extern "C" __global__ void add_residual(float* y, const float* x, const float* residual, long long total) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < total) y[i] = x[i] + residual[i];
+}
+
+// One pass: out = gelu(x + bias[column]) + residual. The checker launches ceil(total / 256) blocks of 256.
+extern "C" __global__ void bias_gelu_residual(float* out, const float* x, const float* bias, const float* residual,
+                                              int cols, long long total) {
+}
+'''
+
+_FUSED_SOLUTION = '''// out = gelu(x + bias[column]) + residual, one element per thread, in one pass.
+extern "C" __global__ void bias_gelu_residual(float* out, const float* x, const float* bias, const float* residual,
+                                              int cols, long long total) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const float v = x[i] + bias[i % cols];   // the intermediates stay in registers
+    out[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))) + residual[i];
+}
+'''
+
+FUSED_EPILOGUE = KernelExercise(
+    name="fused_epilogue", notebook="08_fusion", kernel="bias_gelu_residual",
+    task=("Fuse three elementwise passes (add a bias per column, GELU, add a residual) into one kernel, "
+          "`bias_gelu_residual(out, x, bias, residual, cols, total)` on a row-major float32 matrix of `total` "
+          "elements, launched as ⌈total / 256⌉ blocks of 256. Delete the three unfused kernels when you are done."),
+    starter=_FUSED_STARTER,
+    hint=("Compute v = x[i] + bias[i % cols] into a register, apply GELU to v, add residual[i], and store once: "
+          "the kernel reads x and residual and writes out, one pass, where the three kernels made three."),
+    solution=_FUSED_SOLUTION,
+    wrong={
+        "the starter (empty fused kernel, three passes left)": _FUSED_STARTER,
+        "bias indexed by row": _FUSED_SOLUTION.replace("bias[i % cols]", "bias[i / cols]"),
+    },
+    sizes=tuple(range(len(FUSED_SHAPES))),
+    size_labels=tuple(f"{r}×{c}" for r, c in FUSED_SHAPES),
+    static=_fused_epilogue_checks,
+)
+
+
+# ---- notebook 09: a two-stage cp.async pipeline
+
+PIPELINE_THREADS = 256
+PIPELINE_TILE_BYTES = PIPELINE_THREADS * 4 * 16        # 16 KiB: four float4s per thread
+PIPELINE_SIZES = (4, 1028, 65540, 1 << 20, (1 << 26) + 4)
+
+_PIPELINE_HELPERS = '''#define THREADS 256
+#define VECS 4                           // float4s per thread per tile
+#define TILE (THREADS * VECS)            // float4s per tile: 16 KiB
+
+// Copy 16 bytes global -> shared without passing through registers; zero-fill when !valid.
+__device__ void copy16_async(float4* smem, const float4* gmem, bool valid) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ void wait_copies() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+
+__device__ float sum_squares4(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+__device__ void add_block_total(float* out, float acc) {   // one atomic per warp
+    for (int step = 16; step > 0; step /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, step);
+    if (threadIdx.x % 32 == 0) atomicAdd(out, acc);
+}
+'''
+
+_PIPELINE_STARTER = _PIPELINE_HELPERS + '''
+// out[0] += the sum of squares of in[0 .. n), n a multiple of 4. Launch: one block of 256 threads per SM.
+extern "C" __global__ void sum_squares(float* out, const float* in, long long n) {
+    const long long n4 = n / 4;
+    const float4* in4 = reinterpret_cast<const float4*>(in);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (long long i = blockIdx.x * (long long)THREADS + threadIdx.x; i < n4; i += (long long)gridDim.x * THREADS)
+        acc += sum_squares4(in4[i]);     // one 16-byte load in flight per thread, waited for at once
+    add_block_total(out, acc);
+}
+'''
+
+_PIPELINE_SOLUTION = _PIPELINE_HELPERS + '''
+// out[0] += the sum of squares of in[0 .. n), n a multiple of 4. Launch: one block of 256 threads per SM.
+extern "C" __global__ void sum_squares(float* out, const float* in, long long n) {
+    __shared__ __align__(16) float4 slot[2][TILE];            // two stages of 16 KiB
+    const long long n4 = n / 4, tiles = (n4 + TILE - 1) / TILE;
+    const float4* in4 = reinterpret_cast<const float4*>(in);
+    auto issue = [&](long long tile, int s) {                 // this thread's four float4s of a tile
+        for (int v = 0; v < VECS; ++v) {
+            const long long i = tile * TILE + v * THREADS + threadIdx.x;
+            copy16_async(&slot[s][v * THREADS + threadIdx.x], in4 + (i < n4 ? i : 0), i < n4);
+        }
+        commit_copies();
+    };
+    float acc = 0.0f;
+    int s = 0;
+    if (blockIdx.x < tiles) issue(blockIdx.x, 0);
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x, s ^= 1) {
+        if (tile + gridDim.x < tiles) issue(tile + gridDim.x, s ^ 1);   // the next tile flies while this one is summed
+        else commit_copies();                                         // an empty group: the count stays right
+        wait_copies<1>();                                             // this tile's group has landed
+        for (int v = 0; v < VECS; ++v)                                // each thread reads only what it copied
+            acc += sum_squares4(slot[s][v * THREADS + threadIdx.x]);
+    }
+    add_block_total(out, acc);
+}
+'''
+
+
+def _pipeline_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    kernel_body = body[body.find("sum_squares(float* out"):]
+    copies, waits = "copy16_async(" in kernel_body, "wait_copies<" in kernel_body
+    out = [Finding(copies and waits, "the kernel copies with cp.async and waits on its groups" if copies and waits else
+                   "the kernel never waits (wait_copies): it could sum a tile before its bytes have landed" if copies
+                   else "the kernel does not call copy16_async: its loads are still synchronous")]
+    stages = res.static_smem_bytes // PIPELINE_TILE_BYTES
+    out.append(Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} stage"
+                       f"{'s' if stages != 1 else ''} of {PIPELINE_TILE_BYTES // 1024} KiB"
+                       + (f", so {stages - 1} tile{'s' if stages > 2 else ''} can be in flight while one is summed"
+                          if stages >= 2 else ": with fewer than two stages nothing is in flight during the math")))
+    return out
+
+
+ASYNC_PIPELINE = KernelExercise(
+    name="async_pipeline", notebook="09_async_pipelines", kernel="sum_squares",
+    task=("Turn a synchronous sum of squares into a two-stage cp.async pipeline: one block of 256 threads per SM, "
+          "16 KiB tiles, each block copying its next tile into shared memory while it sums the current one. The "
+          "helpers for the copies are given; write the loop."),
+    starter=_PIPELINE_STARTER,
+    hint=("Declare two 16 KiB slots. Before the loop, issue (copy and commit) the block's first tile. In the loop, "
+          "issue the next tile into the other slot, then wait_copies<1>() (all but the newest group have landed), "
+          "then sum the current slot. If a thread reads only what it copied itself, it needs no barrier."),
+    solution=_PIPELINE_SOLUTION,
+    wrong={
+        "the starter (synchronous loads)": _PIPELINE_STARTER,
+        "waits for nothing": _PIPELINE_SOLUTION.replace("        wait_copies<1>();                                             // this tile's group has landed\n", ""),
+    },
+    sizes=PIPELINE_SIZES,
+    static=_pipeline_checks,
+    min_cc=8.0,
+)
+
+EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM,
+                                                            PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:

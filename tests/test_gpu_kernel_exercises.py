@@ -70,3 +70,14 @@ def test_row_sums_without_the_shuffle_or_the_guard_are_wrong_live():
     for label in ("a warp per row, partial sums never combined", "a warp per row, no row guard"):
         verdict = ke.check("warp_row_sums", ke.WARP_ROW_SUMS.wrong[label])
         assert not verdict.correct and ("WRONG" in verdict or "past the end" in verdict), (label, verdict)
+
+
+@pytest.mark.parametrize("name,label", [
+    ("persistent_tiles", "the starter (one tile per block)"),
+    ("persistent_tiles", "no edge mask"),
+    ("fused_epilogue", "bias indexed by row"),
+    ("async_pipeline", "waits for nothing"),
+])
+def test_the_later_notebooks_wrong_kernels_are_rejected_live(name, label):
+    verdict = ke.check(name, ke.exercise(name).wrong[label])
+    assert not verdict.correct, (label, verdict)
