@@ -266,10 +266,11 @@ def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
 
     from . import cuda
     from .experiments import elementwise_launch
-    from .kernel_exercises import TILE_SHAPES, TILE_TIMED_SHAPE
+    from .kernel_exercises import TILE_SHAPES, TILE_TIMED_SHAPE, persistent_blocks
     from .timing import benchmark
 
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    attrs = cupy.cuda.Device().attributes
+    sms = persistent_blocks(attrs["MultiProcessorCount"], attrs["MaxThreadsPerMultiProcessor"])
     out, guard = {"cases": []}, 64 * 4097 + 64          # a tile row's worth past the end
     for index in sizes:
         rows, cols = TILE_SHAPES[index]

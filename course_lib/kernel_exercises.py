@@ -590,17 +590,30 @@ TILE_SHAPES = ((1, 1), (65, 63), (1000, 333), (130, 4099), (4097, 4097))
 TILE_TIMED_SHAPE = (8192, 8192)
 
 
+def persistent_blocks(sm_count: int, max_threads_per_sm: int) -> int:
+    """The checker's persistent grid: as many 256-thread blocks as every SM holds at once."""
+    return sm_count * max(1, max_threads_per_sm // 256)
+
+
+def _target_threads_per_sm() -> int:
+    from . import hardware, runtime
+
+    info = hardware.detect() if runtime.mode() == "live" else None
+    return info.max_threads_per_sm if info else hardware.spec(runtime.replay_gpu()).max_threads_per_sm
+
+
 def _persistent_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
     from . import waves
 
     body = _strip_comments(source)
     rows, cols = TILE_TIMED_SHAPE
     grid = waves.tile_grid(rows, cols, TILE_EDGE, TILE_EDGE)
-    sms = _target_sm_count()
-    most, fewest = -(-grid.blocks // sms), grid.blocks // sms
-    out = [Finding("gridDim" in body, f"the kernel reads gridDim, so its {sms} blocks can walk all the tiles (at "
+    blocks = persistent_blocks(_target_sm_count(), _target_threads_per_sm())
+    most, fewest = -(-grid.blocks // blocks), grid.blocks // blocks
+    out = [Finding("gridDim" in body, f"the kernel reads gridDim, so its {blocks:,} blocks can walk all the tiles (at "
                                       f"{rows:,}²: {grid.blocks:,} tiles of {TILE_EDGE}², {fewest} or {most} per block)"
-                   if "gridDim" in body else f"the kernel never reads gridDim: with {sms} blocks (one per SM) it "
+                   if "gridDim" in body else f"the kernel never reads gridDim: with {blocks:,} blocks (all the SMs hold "
+                   "at once) it "
                    f"cannot reach the {grid.blocks:,} tiles of a matrix of {rows:,}²; loop over tiles, stepping by gridDim.x")]
     masked = _COMPARES_ROWS.search(body) is not None and re.search(r"[<>]=?\s*cols\b|\bcols\s*[<>]", body) is not None
     out.append(Finding(masked, "edge tiles are masked against rows and cols" if masked else
@@ -638,8 +651,8 @@ extern "C" __global__ void scale_tiles(float* out, const float* in, float a, int
 PERSISTENT_TILES = KernelExercise(
     name="persistent_tiles", notebook="07_waves", kernel="scale_tiles",
     task=("Write `scale_tiles(out, in, a, rows, cols)`: out = a · in over a rows × cols float32 matrix cut into "
-          f"{TILE_EDGE} × {TILE_EDGE} tiles, launched as a persistent grid: one block of 256 threads per SM, "
-          "however many tiles there are. Each block must loop over tiles, and the edge tiles must be masked."),
+          f"{TILE_EDGE} × {TILE_EDGE} tiles, launched as a persistent grid: as many blocks of 256 threads as the SMs "
+          "hold at once, however many tiles there are. Each block must loop over tiles, and the edge tiles must be masked."),
     starter=_PERSISTENT_STARTER,
     hint=("Number the tiles 0 … tiles − 1 in row-major order and let block b take tiles b, b + gridDim.x, "
           "b + 2·gridDim.x, …: the same order a persistent GEMM uses. Keep the starter's tile body."),
