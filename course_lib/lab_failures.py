@@ -244,6 +244,23 @@ def diagnosis_rows(result, only: tuple[str, ...] | None = None, with_host_timer:
     return rows
 
 
+def compile_report(result) -> str:
+    """The mystery's registers, shared memory, stack frame and spills: compiled here by NVRTC where it
+    is installed, else the report recorded with the measurement (and said so)."""
+    from . import cuda
+
+    try:
+        r = ke.resources(ke.MYSTERY.name, ke.MYSTERY.starter)
+        source = f"NVRTC {cuda.nvrtc_version()}, {cuda.target_arch()}"
+        regs, smem, stack, spill = r.registers, r.static_smem_bytes, r.stack_frame_bytes, r.spill_store_bytes
+    except ValueError:
+        case = next(c for c in result.cases if c.kernel == f"capstone.{AS_GIVEN}")
+        source = f"recorded with the measurement, {result.provenance}: NVRTC is not installed here"
+        regs, smem, spill = case.launch["registers"], case.launch["static_smem_bytes"], case.launch["spill_store_bytes"]
+        stack = case.extra["stack_frame_bytes"]
+    return f"{regs} registers/thread, {smem} B shared memory, {stack:,} B stack frame, {spill} B spilled ({source})"
+
+
 def edge_rows(result) -> list[dict]:
     """The guard-less kernel at a row count that is a multiple of its block and at one that is not."""
     case = next(c for c in result.cases if c.kernel == f"capstone.{NO_GUARD}")

@@ -553,6 +553,17 @@ def step_source(kernel: str, arch: str | None = None) -> str:
     return text
 
 
+def rung_diff(kernel: str) -> str:
+    """What a rung of the fp32 ladder changes: a unified diff of its source against the rung before."""
+    import difflib
+
+    i = LADDER_KERNELS.index(kernel)
+    if i == 0:
+        raise ValueError(f"{kernel} is the first rung: there is nothing before it to compare with")
+    before, after = (cuda.kernel_source(FP32, k).splitlines() for k in LADDER_KERNELS[i - 1:i + 1])
+    return "\n".join(difflib.unified_diff(before, after, LADDER_KERNELS[i - 1], kernel, lineterm="", n=1))
+
+
 def _target_budget(gpu_name: str | None = None):
     from . import occupancy
     from .hardware import detect, spec

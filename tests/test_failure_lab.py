@@ -84,3 +84,13 @@ def test_the_quiz_widget_checks_the_chosen_letter_and_shows_the_evidence():
     assert quiz.number.value == 22 and "Mistake 22" in quiz.mistake.value
     with pytest.raises(ValueError, match="unknown family"):
         failure_quiz("caching")
+
+
+def test_the_compile_report_comes_from_the_record_where_nvrtc_is_missing(mystery, monkeypatch):
+    here = lf.compile_report(mystery)
+    assert "4,096 B stack frame" in here and "recorded" not in here
+    def no_nvrtc(*args):
+        raise ValueError("Not compiled: NVRTC's Python bindings are missing")
+    monkeypatch.setattr(ke, "resources", no_nvrtc)
+    recorded = lf.compile_report(mystery)
+    assert "4,096 B stack frame" in recorded and "NVRTC is not installed here" in recorded

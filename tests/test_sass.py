@@ -1,0 +1,42 @@
+"""SASS without a GPU: nvdisasm over NVRTC's cubin, the instruction groups, and a clear message where
+the disassembler or NVRTC is missing."""
+import pytest
+
+from course_lib import lab_gemm, sass
+
+
+def test_groups_match_mnemonics_with_and_without_modifiers():
+    m = sass.mix(["LDS.U.128", "LDS", "LDS.64", "FFMA", "FFMA.FTZ", "LDL.64", "STL", "HMMA.16816.F32.BF16"])
+    assert m["instructions"] == 8 and m["FFMA"] == 2 and m["LDS (shared loads)"] == 3
+    assert m["of which LDS.128"] == 1 and m["LDL/STL (local)"] == 2 and m["HMMA (mma.sync)"] == 1
+    assert m["LDG (global loads)"] == 0
+
+
+@pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
+def test_the_fp32_ladder_moves_from_global_loads_to_shared_loads_to_ffmas():
+    rows = {r["kernel"]: r for r in sass.mix_rows(lab_gemm.FP32, lab_gemm.LADDER_KERNELS, "sm_90")}
+    naive, smem, reg2d = rows["sgemm_naive"], rows["sgemm_smem"], rows["sgemm_reg2d"]
+    assert naive["LDG (global loads)"] == 2 * naive["FFMA"] and naive.get("LDS (shared loads)", 0) == 0
+    assert smem["LDS (shared loads)"] >= smem["FFMA"] and smem["BAR (barriers)"] >= 2
+    assert reg2d["FFMA"] >= 16 * reg2d["LDS (shared loads)"]
+    bf16 = sass.mix_rows(lab_gemm.BF16, ["bf16_gemm_mma"], "sm_90")[0]
+    assert bf16["HMMA (mma.sync)"] > 0 and bf16["LDSM (ldmatrix)"] > 0 and bf16["LDGSTS (cp.async)"] > 0
+    assert bf16["UTMALDG (TMA)"] > 0
+
+
+def test_a_missing_disassembler_or_cubin_says_what_to_do(monkeypatch):
+    monkeypatch.setattr(sass, "nvdisasm_path", lambda: None)
+    with pytest.raises(sass.DisassemblerUnavailable, match="pip install nvidia-cuda-nvdisasm"):
+        sass.instructions(b"\x7fELF")
+    shown = repr(sass.mix_table(lab_gemm.FP32, lab_gemm.LADDER_KERNELS, "sm_90", "x"))
+    assert shown.startswith("No SASS table here") and "nvdisasm" in shown
+    monkeypatch.setattr(sass, "nvdisasm_path", lambda: "/bin/true")
+    with pytest.raises(sass.DisassemblerUnavailable, match="NVRTC is not installed"):
+        sass.instructions(b"")
+
+
+def test_rung_diffs_show_what_each_rung_changes():
+    d = lab_gemm.rung_diff("sgemm_smem")
+    assert d.startswith("--- sgemm_coalesced\n+++ sgemm_smem") and "+    __shared__ float As" in d
+    with pytest.raises(ValueError, match="first rung"):
+        lab_gemm.rung_diff("sgemm_naive")
