@@ -992,7 +992,12 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
         return Verdict("The cell is empty: write the kernel (the starter code is printed by "
                        f"kernel_exercises.starter({name!r})).", False)
     live = runtime.mode() == "live" if live is None else live
-    arch = cuda.target_arch()
+    arch, too_old = cuda.target_arch(), None
+    if int(arch.removeprefix("sm_").rstrip("a")) < round(10 * ex.min_cc):
+        too_old = (f"This exercise needs compute capability {ex.min_cc:g} or newer and this GPU is "
+                   f"{arch.removeprefix('sm_')[:-1]}.{arch.removeprefix('sm_')[-1]}: it is compiled for sm_"
+                   f"{round(10 * ex.min_cc)} and checked statically, but it cannot run here.")
+        arch, live = f"sm_{round(10 * ex.min_cc)}", False
     cubin, res, problems = compile_exercise(ex, source, arch)
     if problems:
         return Verdict("\n".join(problems), False)
@@ -1002,6 +1007,9 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     findings = ex.static_findings(source, res)
     lines += [f"  {'✔' if f.ok else '✘'} {f.text}" for f in findings]
     static_ok = all(f.ok for f in findings)
+    if too_old:
+        lines.append(too_old)
+        return Verdict("\n".join(lines), False)
     if not live:
         lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
                      f"the static checks above. Not checked: its results at {ex.sizes_text()} "

@@ -151,8 +151,24 @@ def diagnose(why: str, env: Environment) -> str:
     return f"The GPU could not be used ({why}); the course falls back to replay."
 
 
+def _enable_colab_widgets() -> bool:
+    """On Colab, turn on its custom widget manager so the calculators (ipywidgets 8) can draw."""
+    import sys
+
+    if "google.colab" not in sys.modules:
+        return False
+    try:
+        from google.colab import output
+        output.enable_custom_widget_manager()
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
 def banner() -> Environment:
     """The first cell of every notebook: mode, GPU, versions, and what is wrong if anything is."""
+    if _enable_colab_widgets():
+        print("Colab: its custom widget manager is on, so the calculators can draw.")
     env = environment()
     if env.mode == "live":
         print(f"LIVE mode: measured on {env.gpu} (compute capability {env.compute_capability}), "

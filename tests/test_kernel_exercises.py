@@ -171,3 +171,13 @@ def test_each_exercise_has_its_cell_in_its_notebook_starting_from_the_starter(na
     assert cell, f"{ex.notebook} has no %%cuda_exercise {name} cell"
     assert cell.group(1) == ex.starter
     assert "%load_ext course_lib.magic" in text[:cell.start()]
+
+
+def test_an_exercise_for_a_newer_gpu_says_so_and_checks_what_it_can(monkeypatch):
+    from course_lib import cuda
+
+    monkeypatch.setattr(cuda, "target_arch", lambda: "sm_75")
+    verdict = ke.check("async_pipeline", ke.ASYNC_PIPELINE.solution, live=True)
+    assert not verdict.correct and "needs compute capability 8 or newer" in verdict and "7.5" in verdict
+    assert "Compiled for sm_80" in verdict and "✔ the kernel copies with cp.async" in verdict
+    assert ke.check("scale_grid_stride", ke.SCALE.solution, live=False).correct   # 7.5 is enough for the others

@@ -79,3 +79,19 @@ def test_the_core_imports_bottom_up():
         for dep in course_imports(name):
             if dep in layer:
                 assert layer[dep] < level, f"{name} imports {dep}, which is not below it"
+
+
+def test_on_colab_the_banner_turns_on_its_widget_manager(monkeypatch, capsys):
+    import sys
+    import types
+
+    calls = []
+    colab = types.ModuleType("google.colab")
+    colab.output = types.SimpleNamespace(enable_custom_widget_manager=lambda: calls.append("on"))
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    session.banner()
+    assert calls == ["on"] and "custom widget manager is on" in capsys.readouterr().out
+    monkeypatch.delitem(sys.modules, "google.colab")
+    session.banner()
+    assert calls == ["on"] and "Colab" not in capsys.readouterr().out
