@@ -57,15 +57,18 @@ def check_binding_roof(answers: dict) -> Verdict:
     """Exercise: for each operation, "memory" or "compute"."""
     if not isinstance(answers, dict):
         return Verdict("Answer with a dict: {question: 'memory' or 'compute'}.", False)
-    wrong = []
+    unanswered, wrong = [], 0
     for question in BINDING_QUESTIONS:
         got = str(answers.get(question, "")).strip().lower()
         if got not in ("memory", "compute"):
-            wrong.append(f"{question}: answer 'memory' or 'compute'")
+            unanswered.append(f"{question}: answer 'memory' or 'compute'")
         elif got != binding_roof(question):
-            wrong.append(f"{question}: not {got}; compare its intensity with the ridge")
-    if wrong:
-        return Verdict("Not yet:\n  " + "\n  ".join(wrong), False)
+            wrong += 1
+    if unanswered:
+        return Verdict("Not yet:\n  " + "\n  ".join(unanswered), False)
+    if wrong:   # how many, not which: with two choices, naming them would be the answer
+        return Verdict(f"Not yet: {wrong} of the {len(BINDING_QUESTIONS)} are wrong. For each, compare the "
+                       "operation's intensity (FLOPs over HBM bytes) with the GPU's ridge.", False)
     return Verdict(f"Correct: all {len(BINDING_QUESTIONS)} classified.", True)
 
 
@@ -90,3 +93,27 @@ def check_bandwidth(case, answer_gb_per_s) -> Verdict:
     if _close(answer_gb_per_s, want, 0.01):
         return Verdict(f"Correct: {want:,.0f} GB/s.", True)
     return Verdict("Not quite: bandwidth = bytes moved ÷ median seconds, then ÷ 1e9 for GB/s.", False)
+
+
+def check_timing_sanity(events_case, host_case, copy_case, answers) -> Verdict:
+    """Exercise: the bandwidth each timing of the same vector add implies, and which one a GPU whose
+    copy reaches ``copy_case``'s bandwidth can have produced. ``answers``: {"events GB/s": x,
+    "host timer GB/s": y, "possible": "events" or "host timer"}."""
+    if not isinstance(answers, dict) or not answers:
+        return Verdict('Not answered yet: give {"events GB/s": ..., "host timer GB/s": ..., "possible": ...}.', False)
+    want = {name: c.bytes / c.median_s / 1e9 for name, c in (("events GB/s", events_case), ("host timer GB/s", host_case))}
+    copy = copy_case.bandwidth_bytes_per_s / 1e9
+    problems = [f"{name}: bytes moved ÷ that timing's median seconds, ÷ 1e9" for name, value in want.items()
+                if not _close(answers.get(name), value, 0.02)]
+    choice = str(answers.get("possible", "")).strip().lower()
+    if choice not in ("events", "host timer"):
+        problems.append('possible: "events" or "host timer"')
+    elif not problems:
+        if choice != ("events" if want["events GB/s"] <= 1.05 * copy else "host timer"):
+            problems.append(f"possible: which of the two is at or below the {copy:,.0f} GB/s the copy reached?")
+    if problems:
+        return Verdict("Not yet:\n  " + "\n  ".join(problems), False)
+    return Verdict(f"Correct: the events say {want['events GB/s']:,.0f} GB/s, {100 * want['events GB/s'] / copy:.0f}% of "
+                   f"the copy's {copy:,.0f} GB/s; the host timer's {want['host timer GB/s']:,.0f} GB/s is "
+                   f"{want['host timer GB/s'] / copy:.0f}× what the memory can move, so it timed the launch, not "
+                   "the kernel.", True)

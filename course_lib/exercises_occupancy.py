@@ -37,8 +37,9 @@ def check_tile_owner(answer) -> Verdict:
     return Verdict(f"Not yet: {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} off{hint}.", False)
 
 
-LANE_QUESTION = {"operand": "A", "m": 1000, "n": 700, "k": 300, "block_m": 64, "block_n": 64, "block_k": 32,
-                 "stride_row": 300, "stride_col": 1, "pid": 175, "stage": 9, "warp": 3, "threads": 256}
+# Not the A trace the notebook prints (its answer is shown there): the B tile of the same stage.
+LANE_QUESTION = {"operand": "B", "m": 1000, "n": 700, "k": 300, "block_m": 64, "block_n": 64, "block_k": 32,
+                 "stride_row": 700, "stride_col": 1, "pid": 175, "stage": 9, "warp": 3, "threads": 256}
 
 
 def masked_lanes_answer() -> int:
@@ -50,7 +51,7 @@ def masked_lanes_answer() -> int:
 
 def check_masked_lanes(answer) -> Verdict:
     """Exercise: in the last reduction stage of the last block, how many lanes of warp 3 are masked
-    when loading A (M = 1000, K = 300, 64 × 32 tiles of A, row-major)?"""
+    when loading B (K = 300, N = 700, 32 × 64 tiles of B, row-major)?"""
     if answer is None:
         return Verdict("Not answered yet: replace None with a number of lanes.", False)
     want = masked_lanes_answer()
@@ -60,8 +61,8 @@ def check_masked_lanes(answer) -> Verdict:
         return Verdict("Answer with a whole number of lanes (0 to 32).", False)
     if ok:
         return Verdict(f"Correct: {want} of the 32 lanes are masked.", True)
-    return Verdict("Not quite: find the warp's tile row (thread // BK), then which of its columns "
-                   "k0 + j reach K = 300, and whether the row itself is past M = 1000.", False)
+    return Verdict("Not quite: find the warp's row of the B tile (thread // BN) and whether k0 + that row is "
+                   "below K = 300, then which of its 32 columns n0 + j are below N = 700.", False)
 
 
 DIVERGENCE_QUESTIONS = {

@@ -161,7 +161,8 @@ def test_tile_owner_exercise():
 
 
 def test_masked_lanes_exercise():
-    assert ex.check_masked_lanes(20).correct
+    assert ex.check_masked_lanes(4).correct      # B's warp 3: 28 columns inside N = 700, 4 past it
+    assert not ex.check_masked_lanes(20).correct   # the A trace's answer, printed in the notebook, is not this one
     assert not ex.check_masked_lanes(12).correct and not ex.check_masked_lanes("x").correct
 
 
