@@ -140,7 +140,7 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
     import numpy as np
 
     from . import cuda
-    from .kernel_exercises import GEMM_SHAPES
+    from .kernel_exercise_set import GEMM_SHAPES
     from .timing import benchmark
 
     out, guard = {"cases": []}, 64
@@ -193,7 +193,7 @@ def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
     import cupy
     import numpy as np
 
-    from .kernel_exercises import MYSTERY_SHAPES, MYSTERY_THREADS, MYSTERY_TIMED_SHAPE
+    from .kernel_exercise_set import MYSTERY_SHAPES, MYSTERY_THREADS, MYSTERY_TIMED_SHAPE
     from .timing import benchmark
 
     def launch(out, x, w, rows, cols):
@@ -266,7 +266,7 @@ def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
 
     from . import cuda
     from .experiments import elementwise_launch
-    from .kernel_exercises import TILE_SHAPES, TILE_TIMED_SHAPE, persistent_blocks
+    from .kernel_exercise_set import TILE_SHAPES, TILE_TIMED_SHAPE, persistent_blocks
     from .timing import benchmark
 
     attrs = cupy.cuda.Device().attributes
@@ -302,7 +302,7 @@ def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
 
     from . import cuda
     from .experiments import elementwise_launch
-    from .kernel_exercises import FUSED_SHAPES, FUSED_TIMED_SHAPE
+    from .kernel_exercise_set import FUSED_SHAPES, FUSED_TIMED_SHAPE
     from .timing import benchmark
 
     def launch(y, x, bias, res, rows, cols):
@@ -378,7 +378,7 @@ CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cas
 def main(spec_json: str) -> int:
     import cupy
 
-    from .kernel_exercises import exercise
+    from .kernel_exercise_set import exercise
 
     spec = json.loads(spec_json)
     if spec.get("no_pool"):
