@@ -11,6 +11,11 @@ from typing import Callable
 from . import cuda
 
 
+def _shape_cases(shapes: tuple[tuple[int, int], ...]) -> dict:
+    """An exercise run at rows × cols shapes: the runner gets each shape's index, the learner reads the shape."""
+    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(f"{r}×{c}" for r, c in shapes)}
+
+
 @dataclass(frozen=True)
 class Finding:
     ok: bool
@@ -489,8 +494,7 @@ MYSTERY = KernelExercise(
             "    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;\n",
             "    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x;\n    if (row >= rows) return;\n"),
     },
-    sizes=tuple(range(len(MYSTERY_SHAPES))),
-    size_labels=tuple(f"{r}×{c}" for r, c in MYSTERY_SHAPES),
+    **_shape_cases(MYSTERY_SHAPES),
     static=_mystery_checks,
     launch=_row_launch,
 )
@@ -557,8 +561,7 @@ WARP_ROW_SUMS = KernelExercise(
         "a warp per row, no row guard": _WARP_ROW_SUMS_SOLUTION.replace(
             "    if (row >= rows) return;                       // the whole warp leaves together\n", ""),
     },
-    sizes=tuple(range(len(MYSTERY_SHAPES))),
-    size_labels=tuple(f"{r}×{c}" for r, c in MYSTERY_SHAPES),
+    **_shape_cases(MYSTERY_SHAPES),
     static=_warp_row_sum_checks,
     launch=_row_launch,
 )
@@ -641,8 +644,7 @@ PERSISTENT_TILES = KernelExercise(
         "the starter (one tile per block)": _PERSISTENT_STARTER,
         "no edge mask": _PERSISTENT_SOLUTION.replace("            if (r < rows && c < cols) out", "            out"),
     },
-    sizes=tuple(range(len(TILE_SHAPES))),
-    size_labels=tuple(f"{r}×{c}" for r, c in TILE_SHAPES),
+    **_shape_cases(TILE_SHAPES),
     static=_persistent_tile_checks,
 )
 
@@ -707,8 +709,7 @@ FUSED_EPILOGUE = KernelExercise(
         "the starter (empty fused kernel, three passes left)": _FUSED_STARTER,
         "bias indexed by row": _FUSED_SOLUTION.replace("bias[i % cols]", "bias[i / cols]"),
     },
-    sizes=tuple(range(len(FUSED_SHAPES))),
-    size_labels=tuple(f"{r}×{c}" for r, c in FUSED_SHAPES),
+    **_shape_cases(FUSED_SHAPES),
     static=_fused_epilogue_checks,
 )
 
