@@ -19,6 +19,26 @@ import nbformat
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+# A reference solution's code and output start collapsed in JupyterLab (a click opens them), so a
+# learner meets the exercise before its answer.
+COLLAPSED = {"jupyter": {"source_hidden": True, "outputs_hidden": True}}
+
+
+def reference_solution_blocks(cells) -> list[list]:
+    """The code cells of each "Reference solution" block: from that paragraph to the next heading or exercise."""
+    blocks, current = [], None
+    for c in cells:
+        src = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            if "Reference solution" in src:
+                current = []
+                blocks.append(current)
+            elif src.lstrip().startswith(("#", "**")) or "write-it-yourself" in src:
+                current = None
+            continue
+        if current is not None:
+            current.append(c)
+    return blocks
 
 
 def text_to_notebook(md: Path) -> list[str]:
@@ -46,6 +66,9 @@ def text_to_notebook(md: Path) -> list[str]:
             cell.outputs, cell.execution_count = [], None
             if cell.source.strip():
                 stale.append(cell.source.strip().splitlines()[0])
+    for block in reference_solution_blocks(new.cells):
+        for cell in block:
+            cell.metadata = nbformat.from_dict(COLLAPSED)
     new.metadata = old.metadata if old else nbformat.from_dict(
         {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.write(new, ipynb)

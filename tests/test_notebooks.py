@@ -2,11 +2,16 @@
 
 nbval executes them (replay mode) in the same test run: see the Makefile's test target."""
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from sync_notebooks import COLLAPSED, reference_solution_blocks  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def text(outputs):
@@ -55,20 +60,7 @@ REFUSALS = ("Not quite", "Not yet", "Not answered", "Not this", "Answer ", "WRON
 
 
 def reference_blocks(path):
-    """The code cells of each "Reference solution" block: from that paragraph to the next heading or exercise."""
-    blocks, current = [], None
-    for c in json.loads(path.read_text())["cells"]:
-        src = "".join(c["source"])
-        if c["cell_type"] == "markdown":
-            if "Reference solution" in src:
-                current = []
-                blocks.append(current)
-            elif src.lstrip().startswith(("#", "**")) or "write-it-yourself" in src:
-                current = None
-            continue
-        if current is not None:
-            current.append(c)
-    return blocks
+    return reference_solution_blocks(json.loads(path.read_text())["cells"])
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -76,6 +68,8 @@ def test_every_reference_solution_passes_its_check(path):
     blocks = reference_blocks(path)
     assert blocks, "the notebook has a reference solution"
     for cells in blocks:
+        assert all(c["metadata"].get("jupyter") == COLLAPSED["jupyter"] for c in cells), \
+            "a reference solution starts collapsed (run make sync)"
         said = "\n".join(text(c["outputs"]) + "".join(str(o.get("data", {}).get("text/plain", "")) for o in c["outputs"])
                          for c in cells)
         assert "Correct" in said, f"a reference solution that no check accepted:\n{said[:400]}"
