@@ -181,3 +181,17 @@ def test_an_exercise_for_a_newer_gpu_says_so_and_checks_what_it_can(monkeypatch)
     assert not verdict.correct and "needs compute capability 8 or newer" in verdict and "7.5" in verdict
     assert "Compiled for sm_80" in verdict and "✔ the kernel copies with cp.async" in verdict
     assert ke.check("scale_grid_stride", ke.SCALE.solution, live=False).correct   # 7.5 is enough for the others
+
+
+def test_every_exercise_has_live_cases_and_their_imports_resolve():
+    import ast
+    import inspect
+
+    from course_lib import exercise_runner, kernel_exercise_set
+
+    assert set(exercise_runner.CASES) == set(ke.EXERCISES)
+    tree = ast.parse(inspect.getsource(exercise_runner))   # the runner imports lazily, inside each case
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "kernel_exercise_set":
+            for alias in node.names:
+                assert hasattr(kernel_exercise_set, alias.name), alias.name
