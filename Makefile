@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: setup lab test sync record gpu-test gpu-wheels sanitize clean
 
@@ -24,7 +25,12 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ --ip=$(IP) --port=$(PORT) $(if $(NO_BROWSER),--no-browser) \
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
-test: $(STAMP)
+# The test tools (pytest, nbval, Playwright) come with `make test`, not with the learner's `make lab`.
+$(TEST_STAMP): $(STAMP) requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $(TEST_STAMP)
+
+test: $(TEST_STAMP)
 	$(PY) -m pytest tests/ notebooks/ --nbval-lax -q
 
 # After editing a notebook's text source (notebooks/NN_name.md): update its .ipynb. Prose edits keep
