@@ -353,20 +353,29 @@ def _target_sm_count() -> int:
 
 
 def _lanes_per_row_finding(per_block: int, cols: int) -> Finding:
-    """The sector model for one warp's load when ROWS_PER_BLOCK rows share a block's 256 threads and
-    lane i of a row reads its element i."""
+    """The sector model for one warp's 4-byte load when ROWS_PER_BLOCK rows share a block's 256 threads
+    and lane i of a row reads its element i: coalesced when every fetched byte is used."""
     from . import memory
 
-    lanes_per_row = MYSTERY_THREADS // per_block
-    if lanes_per_row >= 32:
-        return Finding(True, f"uncoalesced loads: {lanes_per_row} threads share a row, so a warp's 32 lanes can "
-                             "read 32 neighbouring floats (4 sectors, if lane i reads element i)")
-    addresses = [(lane // lanes_per_row) * cols * 4 + (lane % lanes_per_row) * 4 for lane in range(32)]
+    lanes_per_row = max(1, MYSTERY_THREADS // per_block)
+    per_warp = min(32, lanes_per_row)
+    addresses = [(lane // per_warp) * cols * 4 + (lane % per_warp) * 4 for lane in range(32)]
     sc = memory.sector_count(addresses, 4)
-    return Finding(False, f"uncoalesced loads: {lanes_per_row} thread{'s' if lanes_per_row > 1 else ''} per row "
-                          f"puts a warp's 32 lanes on {32 // lanes_per_row} rows {cols * 4:,} B apart: "
-                          f"{sc.n_sectors} sectors for {sc.requested_bytes} B (sector model: "
-                          f"{100 * sc.efficiency:.1f}% of the fetched bytes used)")
+    rows_hit = 32 // per_warp
+    text = (f"uncoalesced loads: {lanes_per_row} thread{'s' if lanes_per_row > 1 else ''} per row, so one warp's load "
+            f"covers {rows_hit} row{'s' if rows_hit > 1 else ''}" + (f" {cols * 4:,} B apart (at {cols:,} columns)" if rows_hit > 1 else "")
+            + f": {sc.n_sectors} sectors for {sc.requested_bytes} B, {100 * sc.efficiency:.1f}% of the fetched bytes used "
+            "(sector model, 4-byte loads, lane i reading element i of its row)")
+    return Finding(sc.efficiency >= 1.0, text)
+
+
+def _target_resident_blocks(threads: int, res: cuda.KernelResources) -> int:
+    """Resident blocks per SM of a kernel on this GPU (the recorded GPU's in replay): the occupancy model."""
+    from . import hardware, occupancy, runtime
+
+    info = hardware.detect() if runtime.mode() == "live" else None
+    budget = occupancy.budget_from_device(info) if info else occupancy.budget(runtime.replay_gpu())
+    return occupancy.residency(budget, threads, res.registers, res.static_smem_bytes).resident_blocks
 
 
 def _row_launch_problem(per_block: int | None) -> Finding | None:
@@ -392,17 +401,19 @@ def _mystery_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
     rows, cols = MYSTERY_TIMED_SHAPE
     sms = _target_sm_count()
     blocks = -(-rows // per_block)
-    s = waves.schedule(blocks, sms, 1)
+    resident = _target_resident_blocks(MYSTERY_THREADS, res)
+    s = waves.schedule(blocks, sms, resident)
     out = [Finding(blocks >= 2 * sms,
-                   f"idle SMs: {blocks:,} blocks of {MYSTERY_THREADS} threads at {rows:,} rows on {sms} SMs"
-                   + (f" leave {sms - blocks} SMs with no work at all" if blocks < sms else
-                      f" ({blocks / sms:.1f} per SM)" + (": too few to hide latency" if blocks < 2 * sms else ""))
-                   + f" (wave model, one block per SM: {s.waves} wave{'s' if s.waves > 1 else ''})")]
+                   f"idle SMs: {blocks:,} blocks of {MYSTERY_THREADS} threads for {rows:,} rows (the timed shape) on "
+                   f"{sms} SMs, up to {resident} resident per SM (occupancy model): {s.waves} wave{'s' if s.waves > 1 else ''}"
+                   + (f", and {sms - blocks} SMs with no work at all" if blocks < sms else
+                      f", {blocks / sms:.1f} blocks per SM" + (": too few to hide latency" if blocks < 2 * sms else "")))]
     out.append(_lanes_per_row_finding(per_block, cols))
     local = res.stack_frame_bytes + res.spill_store_bytes
     out.append(Finding(local == 0, "local memory: none (no stack frame, no spills)" if local == 0 else
                        f"local memory: {res.stack_frame_bytes:,} B stack frame per thread, {res.spill_store_bytes} B "
-                       "spilled: an array indexed at run time cannot live in registers, so it lives off-chip"))
+                       "spilled: an array indexed at run time cannot live in registers, so it lives in local memory (device "
+                       "memory, cached in L1 and L2)"))
     guarded = _COMPARES_ROWS.search(body) is not None
     out.append(Finding(guarded, "edges: the kernel compares a row index with rows (the live run tests every edge)"
                        if guarded else "edges: nothing compares a row index with rows, so the last block's extra "

@@ -22,6 +22,9 @@ KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3
 # A reference solution's code and output start collapsed in JupyterLab (a click opens them), so a
 # learner meets the exercise before its answer.
 COLLAPSED = {"jupyter": {"source_hidden": True, "outputs_hidden": True}}
+# A kernel exercise's cell shows the learner's code; its recorded verdict (which names the defects the
+# starter has) starts collapsed.
+VERDICT_COLLAPSED = {"jupyter": {"outputs_hidden": True}}
 
 
 def reference_solution_blocks(cells) -> list[list]:
@@ -66,6 +69,9 @@ def text_to_notebook(md: Path) -> list[str]:
             cell.outputs, cell.execution_count = [], None
             if cell.source.strip():
                 stale.append(cell.source.strip().splitlines()[0])
+    for cell in new.cells:
+        if cell.cell_type == "code" and cell.source.startswith("%%cuda_exercise"):
+            cell.metadata = nbformat.from_dict(VERDICT_COLLAPSED)
     for block in reference_solution_blocks(new.cells):
         for cell in block:
             cell.metadata = nbformat.from_dict(COLLAPSED)

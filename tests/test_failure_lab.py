@@ -26,7 +26,11 @@ def test_the_diagnosis_needs_every_defect_and_no_innocent_suspect():
     assert not partial.correct and "2 still hidden" in partial
     assert "local memory" not in partial and "uncoalesced" not in partial      # the hidden ones are not named
     framed = check_diagnosis(set(ke.MYSTERY_DEFECTS) | {"bank conflicts"})
-    assert not framed.correct and "Not guilty: bank conflicts" in framed
+    assert not framed.correct and "1 of your 5 suspects are innocent" in framed
+    everyone = check_diagnosis(set(SUSPECTS))          # naming every suspect learns nothing
+    assert not everyone.correct and not any(d in everyone for d in ke.MYSTERY_DEFECTS + tuple(CLEARED))
+    solved = check_diagnosis(set(ke.MYSTERY_DEFECTS))
+    assert all(f"{name}: {why}" in solved for name, why in CLEARED.items())   # the innocent explained at the end
     assert not check_diagnosis(None).correct
     unknown = check_diagnosis({"cosmic rays"})
     assert not unknown.correct and "cosmic rays" in unknown

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from sync_notebooks import COLLAPSED, reference_solution_blocks  # noqa: E402
+from sync_notebooks import COLLAPSED, VERDICT_COLLAPSED, reference_solution_blocks  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -86,3 +86,10 @@ def test_each_notebook_but_the_last_links_the_next_one_and_the_readme_links_them
         assert nexts == [following.name], f"{path.name} must end by linking {following.name}"
     for path in NOTEBOOKS:
         assert f"](notebooks/{path.name})" in readme, f"the README's course map does not link {path.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_kernel_exercise_shows_its_code_and_folds_its_recorded_verdict(path):
+    cells = [c for c in code_cells(path) if "".join(c["source"]).startswith("%%cuda_exercise")]
+    for c in cells:
+        assert c["metadata"].get("jupyter") == VERDICT_COLLAPSED["jupyter"], "run make sync"
