@@ -24,12 +24,23 @@ def _first_wrong(got, want, shape=None, rtol: float = 1e-5, atol: float = 1e-6) 
     return f"first wrong element at {where}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
 
 
+TIMING_SAMPLES = 20
+
+
+def _timed(size, yours, course, course_kernel: str) -> dict:
+    """The learner's kernel and the course's, each timed with CUDA events (GPU held), medians in µs."""
+    from .timing import benchmark
+
+    mine, ref = benchmark(yours, TIMING_SAMPLES), benchmark(course, TIMING_SAMPLES)
+    return {"size": size, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+            "course_kernel": course_kernel, "samples": TIMING_SAMPLES}
+
+
 def _scale_cases(fn, sizes, time_it: bool) -> dict:
     import cupy
     import numpy as np
 
     from . import cuda
-    from .timing import benchmark
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     grid, block, guard = (4 * sms,), (256,), 64
@@ -49,10 +60,10 @@ def _scale_cases(fn, sizes, time_it: bool) -> dict:
         x = cupy.ones(n, dtype=cupy.float32)
         y = cupy.empty(n, dtype=cupy.float32)
         copy = cuda.kernel("elementwise", "copy")
-        mine = benchmark(lambda: fn(grid, block, (y, x, np.float32(1.5), np.int64(n))), 20)
-        ref = benchmark(lambda: copy(((n + 255) // 256,), (256,), (y, x, np.int64(n))), 20)
-        out["timing"] = {"size": n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "elementwise.copy", "samples": 20}
+        out["timing"] = _timed(n,
+                               lambda: fn(grid, block, (y, x, np.float32(1.5), np.int64(n))),
+                               lambda: copy(((n + 255) // 256,), (256,), (y, x, np.int64(n))),
+                               "elementwise.copy")
     return out
 
 
@@ -107,7 +118,6 @@ def _transpose_cases(fn, sizes, time_it: bool) -> dict:
     import numpy as np
 
     from . import cuda
-    from .timing import benchmark
 
     out, guard = {"cases": []}, 64
     for rows in sizes:
@@ -128,10 +138,10 @@ def _transpose_cases(fn, sizes, time_it: bool) -> dict:
         b = cupy.empty((n, n), dtype=cupy.float32)
         grid, block = (n // 32, n // 32), (32, 8)
         course = cuda.kernel("transpose", "transpose_padded")
-        mine = benchmark(lambda: fn(grid, block, (b, a, np.int32(n), np.int32(n))), 20)
-        ref = benchmark(lambda: course(grid, block, (b, a, np.int32(n), np.int32(n))), 20)
-        out["timing"] = {"size": n * n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "transpose.transpose_padded", "samples": 20}
+        out["timing"] = _timed(n * n,
+                               lambda: fn(grid, block, (b, a, np.int32(n), np.int32(n))),
+                               lambda: course(grid, block, (b, a, np.int32(n), np.int32(n))),
+                               "transpose.transpose_padded")
     return out
 
 
@@ -141,7 +151,6 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
 
     from . import cuda
     from .kernel_exercise_set import GEMM_SHAPES
-    from .timing import benchmark
 
     out, guard = {"cases": []}, 64
     for index in sizes:
@@ -170,10 +179,10 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
         c = cupy.empty((n, n), dtype=cupy.float32)
         course = cuda.kernel("gemm_fp32", "sgemm_reg1d")
         args = (a, a, c, np.int32(n), np.int32(n), np.int32(n))
-        mine = benchmark(lambda: fn((n // 64, n // 64), (512,), args), 20)
-        ref = benchmark(lambda: course((n // 64, n // 64), (512,), args), 20)
-        out["timing"] = {"size": f"{n}×{n}×{n}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "gemm_fp32.sgemm_reg1d", "samples": 20}
+        out["timing"] = _timed(f"{n}×{n}×{n}",
+                               lambda: fn((n // 64, n // 64), (512,), args),
+                               lambda: course((n // 64, n // 64), (512,), args),
+                               "gemm_fp32.sgemm_reg1d")
     return out
 
 
@@ -194,7 +203,6 @@ def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
     import numpy as np
 
     from .kernel_exercise_set import MYSTERY_SHAPES, MYSTERY_THREADS, MYSTERY_TIMED_SHAPE
-    from .timing import benchmark
 
     def launch(out, x, w, rows, cols):
         args = (out, x, w) if op == "rms_norm" else (out, x)
@@ -225,11 +233,8 @@ def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
         x = cupy.random.default_rng(1).random((rows, cols), dtype=cupy.float32)
         w = cupy.ones(cols, dtype=cupy.float32)
         y = cupy.empty_like(x) if op == "rms_norm" else cupy.empty(rows, dtype=cupy.float32)
-        mine = benchmark(lambda: launch(y, x, w, rows, cols), 20)
         course, name = _course_row_kernel(op, x, w)
-        ref = benchmark(course, 20)
-        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": name, "samples": 20}
+        out["timing"] = _timed(f"{rows}×{cols}", lambda: launch(y, x, w, rows, cols), course, name)
     return out
 
 
@@ -267,7 +272,6 @@ def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
     from . import cuda
     from .experiments import elementwise_launch
     from .kernel_exercise_set import TILE_SHAPES, TILE_TIMED_SHAPE, persistent_blocks
-    from .timing import benchmark
 
     attrs = cupy.cuda.Device().attributes
     sms = persistent_blocks(attrs["MultiProcessorCount"], attrs["MaxThreadsPerMultiProcessor"])
@@ -289,10 +293,10 @@ def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
         x, y = cupy.ones(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
         grid, block = elementwise_launch("copy_vec4", n)
         copy = cuda.kernel("elementwise", "copy_vec4")
-        mine = benchmark(lambda: fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols))), 20)
-        ref = benchmark(lambda: copy(grid, block, (y, x, np.int64(n))), 20)
-        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "elementwise.copy_vec4", "samples": 20}
+        out["timing"] = _timed(f"{rows}×{cols}",
+                               lambda: fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols))),
+                               lambda: copy(grid, block, (y, x, np.int64(n))),
+                               "elementwise.copy_vec4")
     return out
 
 
@@ -303,7 +307,6 @@ def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
     from . import cuda
     from .experiments import elementwise_launch
     from .kernel_exercise_set import FUSED_SHAPES, FUSED_TIMED_SHAPE
-    from .timing import benchmark
 
     def launch(y, x, bias, res, rows, cols):
         total = rows * cols
@@ -332,10 +335,10 @@ def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
         bias = cupy.zeros(cols, dtype=cupy.float32)
         grid, block = elementwise_launch("vector_add_vec4", n)
         add = cuda.kernel("elementwise", "vector_add_vec4")
-        mine = benchmark(lambda: launch(y, x, bias, res, rows, cols), 20)
-        ref = benchmark(lambda: add(grid, block, (y, x, res, np.int64(n))), 20)
-        out["timing"] = {"size": f"{rows}×{cols}", "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "elementwise.vector_add_vec4", "samples": 20}
+        out["timing"] = _timed(f"{rows}×{cols}",
+                               lambda: launch(y, x, bias, res, rows, cols),
+                               lambda: add(grid, block, (y, x, res, np.int64(n))),
+                               "elementwise.vector_add_vec4")
     return out
 
 
@@ -344,7 +347,6 @@ def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
     import numpy as np
 
     from .lab_pipeline import run_stream
-    from .timing import benchmark
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     out = {"cases": []}
@@ -362,10 +364,10 @@ def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
         n = sizes[-1]
         x = cupy.ones(n, dtype=cupy.float32)
         total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
-        mine = benchmark(lambda: fn((sms,), (256,), (total, x, np.int64(n))), 20)
-        ref = benchmark(lambda: run_stream("stream_cp_async", x, partial, sms, stages=2), 20)
-        out["timing"] = {"size": n, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
-                         "course_kernel": "pipeline.stream_cp_async (2 stages, one block per SM)", "samples": 20}
+        out["timing"] = _timed(n,
+                               lambda: fn((sms,), (256,), (total, x, np.int64(n))),
+                               lambda: run_stream("stream_cp_async", x, partial, sms, stages=2),
+                               "pipeline.stream_cp_async (2 stages, one block per SM)")
     return out
 
 

@@ -195,3 +195,15 @@ def test_every_exercise_has_live_cases_and_their_imports_resolve():
         if isinstance(node, ast.ImportFrom) and node.module == "kernel_exercise_set":
             for alias in node.names:
                 assert hasattr(kernel_exercise_set, alias.name), alias.name
+
+
+def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
+    from course_lib import exercise_runner, timing
+
+    calls = []
+    monkeypatch.setattr(timing, "benchmark", lambda fn, samples: (calls.append((fn(), samples)),
+                                                                  timing.Timing((2e-6,) * samples))[1])
+    got = exercise_runner._timed("8×8", lambda: "yours", lambda: "course", "family.kernel")
+    assert calls == [("yours", exercise_runner.TIMING_SAMPLES), ("course", exercise_runner.TIMING_SAMPLES)]
+    assert got == {"size": "8×8", "yours_us": pytest.approx(2.0), "course_us": pytest.approx(2.0),
+                   "course_kernel": "family.kernel", "samples": exercise_runner.TIMING_SAMPLES}
