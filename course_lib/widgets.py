@@ -39,6 +39,22 @@ def _bars(compute_s: float, memory_s: float) -> str:
 # One colour per wave or iteration in the calculators' drawings (repeating after ten).
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
            "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+# Text that must read on JupyterLab's light and dark themes takes the theme's colours (with a
+# fallback for other frontends); text on a fixed swatch takes whichever ink contrasts with it.
+MUTED_TEXT = "var(--jp-ui-font-color2, #555)"
+OK_TEXT = "var(--jp-success-color1, #1b5e20)"
+ERROR_TEXT = "var(--jp-error-color1, #b00020)"
+WRAP = {"flex_flow": "row wrap"}   # a row of controls that wraps in a narrow window instead of overflowing
+
+
+def ink_on(background_hex: str) -> str:
+    """Near-black or white, whichever contrasts more with a ``#rrggbb`` background (WCAG luminance)."""
+    def channel(v: int) -> float:
+        c = v / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(background_hex[i:i + 2], 16) for i in (1, 3, 5))
+    lum = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    return "#111" if (lum + 0.05) / (0.0056 + 0.05) > 1.05 / (lum + 0.05) else "#fff"
 
 
 def span(cls: str, value) -> str:
@@ -65,7 +81,8 @@ class RooflineCalculator:
         self.n_slider = W.IntSlider(value=n, min=16, max=16384, step=16, description="N",
                                     continuous_update=False, layout=W.Layout(width="420px"))
         self.n = W.IntText(value=n, description="N =", layout=W.Layout(width="180px"))
-        self.peak_tflops = W.FloatText(value=2000.0, description="peak TFLOP/s", disabled=True)
+        self.peak_tflops = W.FloatText(value=2000.0, description="peak TFLOP/s", disabled=True,
+                                       style={"description_width": "initial"})   # the whole label, not "peak TFL…"
         self.bandwidth_tbps = W.FloatText(value=8.0, description="HBM TB/s", disabled=True)
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from . import memory
-from .widgets import error_html
+from .widgets import MUTED_TEXT, error_html
 
 _PHASE_COLOURS = ["#4c72b0", "#55a868", "#8172b2", "#937860"]
 _MAX_ROWS = 14
@@ -28,7 +28,7 @@ def _gap_row(marker: tuple[str, int], unit: str, span: int) -> str:
     kind, k = marker
     text = f"⋮ {k:,} {unit}{'s' if k != 1 else ''} not touched" if kind == "gap" else \
         f"… and {k:,} more {unit}{'s' if k != 1 else ''}"
-    return (f'<tr><td></td><td colspan="{span}" style="color:#777;font-size:11px;padding:1px 4px">'
+    return (f'<tr><td></td><td colspan="{span}" style="color:{MUTED_TEXT};font-size:11px;padding:1px 4px">'
             f"{text}</td></tr>")
 
 
@@ -50,7 +50,7 @@ def render_sectors(c: memory.SectorCount) -> str:
         if not isinstance(r, int):
             rows.append(_gap_row(r, "line", per_line))
             continue
-        tds = [f'<td style="font-size:10px;color:#555;padding-right:4px;text-align:right">'
+        tds = [f'<td style="font-size:10px;color:{MUTED_TEXT};padding-right:4px;text-align:right">'
                f"byte {r * c.line_bytes:,}</td>"]
         for k in range(per_line):
             x = r * per_line + k
@@ -151,14 +151,14 @@ def render_banks(r: memory.BankCount) -> str:
     for w, users in cells.items():
         for _, ph in users:
             busy.setdefault((ph, w % memory.BANKS), set()).add(w)
-    head = "".join(f'<th style="font-size:8px;font-weight:normal;color:#555;width:15px">{b}</th>'
+    head = "".join(f'<th style="font-size:8px;font-weight:normal;color:{MUTED_TEXT};width:15px">{b}</th>'
                    for b in range(memory.BANKS))
-    rows = [f'<tr><td style="font-size:9px;color:#555">bank →</td>{head}</tr>']
+    rows = [f'<tr><td style="font-size:9px;color:{MUTED_TEXT}">bank →</td>{head}</tr>']
     for row in _rows_with_gaps(sorted({w // memory.BANKS for w in cells}), memory.WARP_SIZE, gaps=False):
         if not isinstance(row, int):
             rows.append(_gap_row(row, "row", memory.BANKS))
             continue
-        tds = [f'<td style="font-size:9px;color:#555;padding-right:4px;text-align:right">word {row * 32:,}</td>']
+        tds = [f'<td style="font-size:9px;color:{MUTED_TEXT};padding-right:4px;text-align:right">word {row * 32:,}</td>']
         for b in range(memory.BANKS):
             w = row * memory.BANKS + b
             users = cells.get(w, [])
@@ -210,7 +210,7 @@ class BankCalculator:
                                   layout=W.Layout(width="330px"))
         self.access_bytes = W.Dropdown(options=self.SIZES, value=access_bytes, description="word", style=style,
                                        layout=W.Layout(width="260px"))
-        self.pitch = W.IntText(value=pitch, description="row pitch (elements)", style=style,
+        self.pitch = W.IntText(value=pitch, description="row pitch (elements)", style={"description_width": "initial"},
                                layout=W.Layout(width="210px"))
         self.stride = W.IntText(value=stride, description="stride", style=style, layout=W.Layout(width="170px"))
         self.index = W.IntText(value=index, description="row / col", style=style, layout=W.Layout(width="170px"))

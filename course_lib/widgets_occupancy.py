@@ -9,7 +9,7 @@ import ipywidgets as W
 from . import launch_geometry as lg
 from . import occupancy as occ
 from .hardware import KIB
-from .widgets import error_html, int_box, span
+from .widgets import MUTED_TEXT, WRAP, error_html, int_box, span
 
 CUSTOM = "custom SM (type its limits)"
 TYPED = "(type the kernel's resources)"
@@ -41,9 +41,10 @@ class LaunchGeometryCalculator:
         for w in (self.m, self.n, self.k, self.bm, self.bn, self.bk, self.stride_row, self.stride_col, self.pid,
                   self.stage, self.threads, self.warp):
             w.observe(self._refresh, "value")
-        self.ui = W.VBox([W.HBox([self.m, self.n, self.k, self.bm, self.bn, self.bk]),
-                          W.HBox([self.operand, self.stride_row, self.stride_col]),
-                          W.HBox([self.pid, self.stage, self.threads, self.warp]), self.answer])
+        self.ui = W.VBox([W.HBox([self.m, self.n, self.k, self.bm, self.bn, self.bk], layout=W.Layout(**WRAP)),
+                          W.HBox([self.operand, self.stride_row, self.stride_col], layout=W.Layout(**WRAP)),
+                          W.HBox([self.pid, self.stage, self.threads, self.warp], layout=W.Layout(**WRAP)),
+                          self.answer])
         self._refresh()
 
     def _operand_changed(self, change):
@@ -84,7 +85,8 @@ def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.Lane
     s = lg.summarize(trace)
     rows = []
     for a in trace:
-        colour = {"loads": "", "masked (past the edge)": "background:#fde2e1", "idle (no element)": "color:#999"}
+        colour = {"loads": "", "masked (past the edge)": "background:#fde2e1;color:#222",
+              "idle (no element)": f"color:{MUTED_TEXT}"}
         cells = [a.lane, a.thread, "—" if a.element is None else a.element,
                  "—" if a.local_row is None else f"({a.local_row}, {a.local_col})",
                  "—" if a.row is None else f"({a.row}, {a.col})",

@@ -7,7 +7,7 @@ import ipywidgets as W
 
 from . import tiling
 from .hardware import KIB, SPECS, GpuSpec
-from .widgets import error_html, span
+from .widgets import ERROR_TEXT, OK_TEXT, WRAP, error_html, span
 
 ESTIMATE = 0   # the registers box: 0 means "estimate it"
 
@@ -26,11 +26,11 @@ def render_tile(e: tiling.TileEstimate) -> str:
     else:
         resident = span("course-blocks", "—") + " (the tile does not launch)"
     if e.fits:
-        verdict = (f'<div class="course-tile-fits" style="color:#1b5e20">✔ {span("course-fits", "fits")} '
+        verdict = (f'<div class="course-tile-fits" style="color:{OK_TEXT}">✔ {span("course-fits", "fits")} '
                    f"on {html.escape(e.gpu)}</div>")
     else:
         items = "".join(f"<li>{html.escape(p)}</li>" for p in e.problems)
-        verdict = (f'<div class="course-calc-error" style="color:#b00020">✘ '
+        verdict = (f'<div class="course-calc-error" style="color:{ERROR_TEXT}">✘ '
                    f'{span("course-fits", "does not fit")} on {html.escape(e.gpu)}:<ul>{items}</ul></div>')
     return (
         f'<div class="course-calc-result" data-fits="{str(e.fits).lower()}">'
@@ -77,8 +77,10 @@ class TileCalculator:
                          self.outputs, self.registers)
         for w in self.controls:
             w.observe(self._refresh, "value")
-        self.ui = W.VBox([W.HBox([self.gpu, self.dtype]), W.HBox([self.block_m, self.block_n, self.block_k]),
-                          W.HBox([self.stages, self.threads, self.outputs]), W.HBox([self.registers]),
+        self.ui = W.VBox([W.HBox([self.gpu, self.dtype]),
+                          W.HBox([self.block_m, self.block_n, self.block_k], layout=W.Layout(**WRAP)),
+                          W.HBox([self.stages, self.threads, self.outputs], layout=W.Layout(**WRAP)),
+                          W.HBox([self.registers]),
                           self.answer])
         self._refresh()
 

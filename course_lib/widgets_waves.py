@@ -9,7 +9,7 @@ import ipywidgets as W
 
 from . import waves
 from .hardware import SPECS, GpuSpec, spec
-from .widgets import error_html, int_box, PALETTE, span
+from .widgets import PALETTE, error_html, ink_on, int_box, span
 
 MAX_DRAWN_TILES = 64          # per side: beyond this the SVG grows heavy and the squares unreadable
 DRAWING_PX = 448
@@ -42,7 +42,7 @@ def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
             if cell >= 12 and span * cell >= 24 and wave not in labelled:   # name each wave where it starts
                 labelled.add(wave)
                 shapes.append(f'<text x="{(col + span / 2) * cell}" y="{(r + 0.5) * cell}" '
-                              f'font-size="{cell * 0.6:.0f}" fill="#fff" text-anchor="middle" '
+                              f'font-size="{cell * 0.6:.0f}" fill="{ink_on(_colour(wave))}" text-anchor="middle" '
                               f'dominant-baseline="central">{wave}</text>')
             col += span
     used_m, used_n = g.tile_extent(g.tiles_m - 1, g.tiles_n - 1)
@@ -61,7 +61,7 @@ def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
     svg = (f'<svg class="course-wave-grid" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}">{"".join(shapes)}{grid_lines}</svg>')
     first, last = waves.wave_of_tile(q, 0, 0), waves.wave_of_tile(q, rows - 1, cols - 1)
-    legend = " ".join(f'<span style="background:{_colour(w)};color:#fff;padding:0 4px">wave {w}</span>'
+    legend = " ".join(f'<span style="background:{_colour(w)};color:{ink_on(_colour(w))};padding:0 4px">wave {w}</span>'
                       for w in range(first, min(last, first + len(PALETTE) - 1) + 1))
     if last - first >= len(PALETTE):
         legend += f" (colours repeat every {len(PALETTE)} waves)"

@@ -136,6 +136,7 @@ class LabServer:
     token: str = field(default_factory=lambda: secrets.token_hex(24))
     port: int = 0
     proc: subprocess.Popen | None = None
+    extra_settings: dict = field(default_factory=dict)   # more JupyterLab settings (the dark theme)
 
     @property
     def base_url(self) -> str:
@@ -160,7 +161,7 @@ class LabServer:
         return env
 
     def _write_settings(self) -> None:
-        for rel, values in LAB_SETTINGS.items():
+        for rel, values in {**LAB_SETTINGS, **self.extra_settings}.items():
             path = self.state_dir / "settings" / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values, indent=2))
@@ -324,11 +325,12 @@ class CalculatorCase:
 class LabNotebook:
     """One notebook opened in JupyterLab in its own browser page and workspace."""
 
-    def __init__(self, browser, server: LabServer, notebook: Path):
+    def __init__(self, browser, server: LabServer, notebook: Path, viewport: dict | None = None):
         self.server = server
         self.notebook = notebook
+        self.viewport = viewport or VIEWPORT
         self.console: list[tuple[str, str]] = []
-        self.context = browser.new_context(viewport=VIEWPORT)
+        self.context = browser.new_context(viewport=self.viewport)
         self.page = self.context.new_page()
         self.page.on("console", lambda m: self.console.append((m.type, m.text)))
         self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
@@ -579,15 +581,15 @@ class LabNotebook:
         path = ARTIFACTS / name
         box = locator.bounding_box()
         chrome = 300  # menu bar, tabs, notebook toolbar, status bar, margin
-        if box and box["height"] + chrome > VIEWPORT["height"]:
-            self.page.set_viewport_size({"width": VIEWPORT["width"],
+        if box and box["height"] + chrome > self.viewport["height"]:
+            self.page.set_viewport_size({"width": self.viewport["width"],
                                          "height": min(int(box["height"]) + chrome, MAX_SCREENSHOT_HEIGHT)})
             locator.evaluate("e => e.scrollIntoView({block: 'center'})")
             self.page.wait_for_timeout(300)  # let JupyterLab lay the resized panel out
         try:
             locator.screenshot(path=str(path))
         finally:
-            self.page.set_viewport_size(VIEWPORT)
+            self.page.set_viewport_size(self.viewport)
         return path
 
     def failure_screenshot(self, name: str) -> Path | None:
@@ -597,3 +599,58 @@ class LabNotebook:
             self.page.screenshot(path=str(path), full_page=True)
             return path
         return None
+
+
+DARK_SETTINGS = {"@jupyterlab/apputils-extension/themes.jupyterlab-settings": {"theme": "JupyterLab Dark"}}
+NARROW_VIEWPORT = {"width": 1024, "height": 900}
+MIN_CONTRAST = 3.0   # WCAG's minimum for large text and UI components
+
+# In the page: every visible element of the calculator whose text is cut off (scrollWidth past
+# clientWidth on an element that hides overflow) or that reaches past the notebook's right edge,
+# and every text whose colour has too little contrast with the background it is drawn on.
+LAYOUT_PROBLEMS_JS = r"""
+(calc, minContrast) => {
+  const panel = calc.closest('.jp-NotebookPanel') || document.body;
+  const right = panel.getBoundingClientRect().right;
+  const rgb = s => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+                                .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = el => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c;
+    }
+    return [255, 255, 255];
+  };
+  const svgBackground = el => {   // the filled shape an SVG label sits on (pattern fills are grid lines)
+    const b = el.getBoundingClientRect();
+    const under = document.elementsFromPoint(b.x + b.width / 2, b.y + b.height / 2).find(e =>
+      e !== el && ['rect', 'path', 'circle', 'polygon'].includes(e.tagName.toLowerCase())
+      && rgb(getComputedStyle(e).fill).length >= 3 && !getComputedStyle(e).fill.startsWith('url'));
+    return under ? rgb(getComputedStyle(under).fill) : background(el.closest('svg'));
+  };
+  const problems = [];
+  for (const el of calc.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;
+    const style = getComputedStyle(el);
+    const label = (el.innerText || el.value || el.getAttribute('aria-label') || el.tagName).trim().slice(0, 40);
+    if (box.right > right + 1) problems.push(`past the notebook's right edge by ${Math.round(box.right - right)} px: ${label}`);
+    const hides = ['hidden', 'clip'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
+    if (hides && el.scrollWidth > el.clientWidth + 1 && el.children.length === 0)
+      problems.push(`text cut off (${el.scrollWidth} px in ${el.clientWidth}): ${label}`);
+    const ownText = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    const tag = el.tagName.toLowerCase();
+    if ((ownText || tag === 'text') && style.visibility !== 'hidden') {
+      const fg = rgb(tag === 'text' ? (style.fill || style.color) : style.color);
+      const bg = tag === 'text' && el.closest('svg') ? svgBackground(el) : background(el);
+      if (fg.length >= 3) {
+        const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+        const ratio = (a + 0.05) / (b + 0.05);
+        if (ratio < minContrast) problems.push(`contrast ${ratio.toFixed(1)}:1 for "${label}"`);
+      }
+    }
+  }
+  return [...new Set(problems)];
+}
+"""

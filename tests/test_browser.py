@@ -495,3 +495,40 @@ def test_calculator_renders_in_minimal_notebook(request):
     browser, server = lab(request)
     nb = write_notebook(server.root_dir / MINIMAL.notebook, MINIMAL_SOURCES)
     drive_calculator(browser, server, nb, MINIMAL)
+
+
+@pytest.fixture(scope="module")
+def dark_lab_server(chromium, tmp_path_factory, request):
+    from browser_support import DARK_SETTINGS
+
+    root = tmp_path_factory.mktemp("lab-root-dark")
+    server = LabServer(root_dir=root, state_dir=tmp_path_factory.mktemp("lab-state-dark"),
+                       log_path=ARTIFACTS / "jupyterlab-server-dark.log", extra_settings=DARK_SETTINGS)
+    request.addfinalizer(server.stop)
+    return server.start()
+
+
+@pytest.mark.parametrize("case", CALCULATORS, ids=lambda c: c.id)
+def test_calculator_readable_in_the_dark_theme_at_1024_px(request, case: CalculatorCase):
+    """JupyterLab's dark theme, a 1024 px window with the file browser open: no control cut off or
+    past the notebook's edge, and every label legible against what it is drawn on."""
+    from browser_support import LAYOUT_PROBLEMS_JS, MIN_CONTRAST, NARROW_VIEWPORT
+
+    require_chromium()
+    browser, server = request.getfixturevalue("browser"), request.getfixturevalue("dark_lab_server")
+    copy = copy_notebook(NOTEBOOKS / case.notebook, server.root_dir)
+    nb = LabNotebook(browser, server, copy, viewport=NARROW_VIEWPORT)
+    try:
+        nb.open()
+        if not nb.page.locator("#filebrowser").is_visible():   # the learner's usual layout: files on the left
+            nb.page.locator('.jp-SideBar [data-id="filebrowser"]').first.click()
+            nb.page.locator("#filebrowser").wait_for(state="visible", timeout=UPDATE_MS)
+        nb.run_all_cells()
+        calc = nb.calculator(case)
+        nb.wait_widgets_settled()
+        calc.scroll_into_view_if_needed()
+        problems = calc.evaluate(LAYOUT_PROBLEMS_JS, MIN_CONTRAST)
+        nb.screenshot(calc, f"dark-1024-{case.screenshot}")
+        assert not problems, f"{case.id} in the dark theme at 1024 px:\n  " + "\n  ".join(problems)
+    finally:
+        nb.close()

@@ -116,3 +116,11 @@ def test_the_tile_calculator_names_impossible_entries_instead_of_clamping_them()
     assert "cannot be negative" in c.answer.value
     c.registers.value = 0
     assert "estimated" in c.answer.value and "0 = estimate" in c.registers.description
+
+
+def test_ink_on_a_swatch_is_whichever_contrasts_more():
+    from course_lib.widgets import PALETTE, ink_on
+
+    assert ink_on("#ffffff") == "#111" and ink_on("#000000") == "#fff"
+    assert ink_on("#dd8452") == "#111" and ink_on("#4c72b0") == "#fff"   # orange takes dark ink, blue white
+    assert {ink_on(c) for c in PALETTE} == {"#111", "#fff"}
