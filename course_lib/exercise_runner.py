@@ -24,6 +24,26 @@ def _first_wrong(got, want, shape=None, rtol: float = 1e-5, atol: float = 1e-6) 
     return f"first wrong element at {where}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
 
 
+SENTINEL = 12345.0   # written past the end of each output: a kernel that overwrites it wrote out of bounds
+
+
+def _output(n: int, spare: int):
+    """An output of n NaNs (an element never written fails the check) and ``spare`` sentinels after it."""
+    import cupy
+
+    out = cupy.full(n + spare, cupy.nan, dtype=cupy.float32)
+    out[n:] = SENTINEL
+    return out
+
+
+def _overrun(out, n: int) -> int | None:
+    """How far past element n the first overwritten sentinel lies, or None when none was touched."""
+    import cupy
+
+    hit = out[n:] != SENTINEL
+    return int(cupy.argmax(hit)) if bool(hit.any()) else None
+
+
 TIMING_SAMPLES = 20
 
 
@@ -47,13 +67,12 @@ def _scale_cases(fn, sizes, time_it: bool) -> dict:
     out = {"cases": []}
     for n in sizes:
         x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
-        y = cupy.full(n + guard, cupy.nan, dtype=cupy.float32)   # NaN: an element never written fails
-        y[n:] = 12345.0                                             # a sentinel past the end
+        y = _output(n, guard)
         fn(grid, block, (y, x, np.float32(1.5), np.int64(n)))
         cupy.cuda.Device().synchronize()
         wrong = _first_wrong(y[:n], x * np.float32(1.5))
-        if wrong is None and bool((y[n:] != 12345.0).any()):
-            wrong = f"it wrote past the end: element {n + int(cupy.argmax(y[n:] != 12345.0))} of an array of {n}"
+        if wrong is None and (past := _overrun(y, n)) is not None:
+            wrong = f"it wrote past the end: element {n + past} of an array of {n}"
         out["cases"].append({"size": n, "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
         n = sizes[-1]
@@ -79,14 +98,13 @@ def _row_sum_cases(fn, sizes, time_it: bool) -> dict:
     for rows in sizes:
         cols = ROW_SUM_COLS[rows]
         a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32) - 0.5
-        got = cupy.full(rows + guard, cupy.nan, dtype=cupy.float32)
-        got[rows:] = 12345.0                                        # a sentinel past the end
+        got = _output(rows, guard)
         fn(((rows + 127) // 128,), (128,), (got, a, np.int32(rows), np.int32(cols)))
         cupy.cuda.Device().synchronize()
         want = (a.astype(cupy.float64) ** 2).sum(axis=1).astype(cupy.float32)
         wrong = _first_wrong(got[:rows], want)
-        if wrong is None and bool((got[rows:] != 12345.0).any()):
-            wrong = f"it wrote past the end: out[{rows + int(cupy.argmax(got[rows:] != 12345.0))}] of {rows} rows"
+        if wrong is None and (past := _overrun(got, rows)) is not None:
+            wrong = f"it wrote past the end: out[{rows + past}] of {rows} rows"
         out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
     return out
 
@@ -123,13 +141,12 @@ def _transpose_cases(fn, sizes, time_it: bool) -> dict:
     for rows in sizes:
         cols = TRANSPOSE_COLS[rows]
         a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32)
-        got = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
-        got[rows * cols:] = 12345.0
+        got = _output(rows * cols, guard)
         grid, block = ((cols + 31) // 32, (rows + 31) // 32), (32, 8)
         fn(grid, block, (got, a, np.int32(rows), np.int32(cols)))
         cupy.cuda.Device().synchronize()
         wrong = _first_wrong(got[:rows * cols], a.T.ravel(), shape=(cols, rows))
-        if wrong is None and bool((got[rows * cols:] != 12345.0).any()):
+        if wrong is None and _overrun(got, rows * cols) is not None:
             wrong = "it wrote past the end of out"
         out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
@@ -158,8 +175,7 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
         rng = cupy.random.default_rng(index)
         a = rng.random((m, k), dtype=cupy.float32) - 0.5
         b = rng.random((k, n), dtype=cupy.float32) - 0.5
-        c = cupy.full(m * n + guard, cupy.nan, dtype=cupy.float32)
-        c[m * n:] = 12345.0
+        c = _output(m * n, guard)
         fn(((n + 63) // 64, (m + 63) // 64), (512,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
         cupy.cuda.Device().synchronize()
         want = (a.astype(cupy.float64) @ b.astype(cupy.float64)).ravel()
@@ -170,7 +186,7 @@ def _tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
         if bool(bad.any()):
             i = int(cupy.argmax(bad))
             wrong = f"first wrong element at row {i // n}, column {i % n}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
-        elif bool((c[m * n:] != 12345.0).any()):
+        elif _overrun(c, m * n) is not None:
             wrong = "it wrote past the end of C"
         out["cases"].append({"size": f"{m}×{n}×{k}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(x["passed"] for x in out["cases"]):
@@ -216,16 +232,14 @@ def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
         x_all = rng.random((rows + spare_rows) * cols, dtype=cupy.float32) - 0.5
         w = rng.random(cols, dtype=cupy.float32) + 0.5
         n_out = rows * cols if op == "rms_norm" else rows
-        got = cupy.full(n_out + spare_rows * (cols if op == "rms_norm" else 1) + 64, cupy.nan, dtype=cupy.float32)
-        got[n_out:] = 12345.0
+        got = _output(n_out, spare_rows * (cols if op == "rms_norm" else 1) + 64)
         launch(got, x_all, w, rows, cols)
         cupy.cuda.Device().synchronize()
         want = _row_reference(op, x_all[:rows * cols].reshape(rows, cols), w).ravel()
         shape = (rows, cols) if op == "rms_norm" else None
         atol = 1e-5 if op == "rms_norm" else 1e-5 * cols ** 0.5   # a sum's rounding grows with its length
         wrong = _first_wrong(got[:n_out], want, shape=shape, rtol=1e-4, atol=atol)
-        if wrong is None and bool((got[n_out:] != 12345.0).any()):
-            past = int(cupy.argmax(got[n_out:] != 12345.0))
+        if wrong is None and (past := _overrun(got, n_out)) is not None:
             wrong = f"it wrote past the end of out: {past:,} elements after its last"
         out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
@@ -279,12 +293,11 @@ def _scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
     for index in sizes:
         rows, cols = TILE_SHAPES[index]
         x = cupy.random.default_rng(index).random(rows * cols + guard, dtype=cupy.float32)
-        y = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
-        y[rows * cols:] = 12345.0
+        y = _output(rows * cols, guard)
         fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols)))
         cupy.cuda.Device().synchronize()
         wrong = _first_wrong(y[:rows * cols], x[:rows * cols] * np.float32(1.5), shape=(rows, cols))
-        if wrong is None and bool((y[rows * cols:] != 12345.0).any()):
+        if wrong is None and _overrun(y, rows * cols) is not None:
             wrong = "it wrote past the end of out"
         out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
@@ -318,14 +331,13 @@ def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
         rng = cupy.random.default_rng(index)
         x, res = (rng.standard_normal(rows * cols, dtype=cupy.float32) for _ in range(2))
         bias = rng.standard_normal(cols, dtype=cupy.float32)
-        y = cupy.full(rows * cols + guard, cupy.nan, dtype=cupy.float32)
-        y[rows * cols:] = 12345.0
+        y = _output(rows * cols, guard)
         launch(y, x, bias, res, rows, cols)
         cupy.cuda.Device().synchronize()
         v = (x.reshape(rows, cols) + bias).astype(cupy.float64)
         want = (0.5 * v * (1 + cupy.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))).ravel() + res
         wrong = _first_wrong(y[:rows * cols], want.astype(cupy.float32), shape=(rows, cols), rtol=2e-3, atol=2e-3)
-        if wrong is None and bool((y[rows * cols:] != 12345.0).any()):
+        if wrong is None and _overrun(y, rows * cols) is not None:
             wrong = "it wrote past the end of out"
         out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
