@@ -84,11 +84,11 @@ def families() -> list[str]:
     return sorted(p.stem for p in KERNEL_DIR.glob("*.cu"))
 
 
-_INCLUDE = re.compile(r'^#include "(\w+\.cuh)"[ \t]*$', re.M)
+_INCLUDE = re.compile(r'^#include "(\w+\.cuh)"[ \t]*(?://[^\n]*)?$', re.M)
 _ARCHS = re.compile(r"^// archs: ([\w ]+)$", re.M)
 
 
-def _paste_headers(text: str, name: str) -> str:
+def paste_headers(text: str, name: str) -> str:
     """The family's ``#include "x.cuh"`` lines replaced by the headers themselves (from kernels/),
     with ``#line`` marks so that NVRTC's messages still name the right file and line."""
     def paste(m: re.Match) -> str:
@@ -105,7 +105,7 @@ def source(family: str) -> str:
     path = KERNEL_DIR / f"{family}.cu"
     if not path.exists():
         raise FileNotFoundError(f"no kernel family {family!r}; known: {', '.join(families())}")
-    return _paste_headers(path.read_text(), path.name)
+    return paste_headers(path.read_text(), path.name)
 
 
 def family_archs(family: str) -> tuple[str, ...]:

@@ -383,10 +383,41 @@ def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
     return out
 
 
+def _warp_specialized_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    from .kernel_exercise_set import SPECIALIZED_THREADS
+    from .lab_pipeline import run_specialized
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = {"cases": []}
+    for n in sizes:
+        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
+        total = cupy.zeros(1, dtype=cupy.float32)
+        fn((sms,), (SPECIALIZED_THREADS,), (total, x, np.int64(n)))
+        cupy.cuda.Device().synchronize()
+        want = float((x.astype(cupy.float64) ** 2).sum())
+        got = float(total[0])
+        ok = abs(got - want) <= 1e-4 * abs(want) + 1e-6
+        out["cases"].append({"size": n, "passed": ok,
+                             "first_wrong": None if ok else f"the sum is {got:.7g}, the float64 reference {want:.7g}"})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = sizes[-1]
+        x = cupy.ones(n, dtype=cupy.float32)
+        total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
+        out["timing"] = _timed(n,
+                               lambda: fn((sms,), (SPECIALIZED_THREADS,), (total, x, np.int64(n))),
+                               lambda: run_specialized(x, partial, stages=4, work=0),
+                               "pipeline.stream_specialized (4 stages of 16 KiB, one block per SM)")
+    return out
+
+
 CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
          "transpose_tile": _transpose_cases, "mystery_rms_norm": _rms_norm_cases,
          "warp_row_sums": _warp_row_sums_cases, "persistent_tiles": _scale_tiles_cases,
-         "fused_epilogue": _fused_epilogue_cases, "async_pipeline": _async_pipeline_cases}
+         "fused_epilogue": _fused_epilogue_cases, "async_pipeline": _async_pipeline_cases,
+         "warp_specialized": _warp_specialized_cases}
 
 
 def main(spec_json: str) -> int:

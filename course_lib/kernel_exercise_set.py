@@ -826,8 +826,128 @@ ASYNC_PIPELINE = KernelExercise(
     min_cc=8.0,
 )
 
+# ---- notebook 10: a warp-specialized pipeline with full and empty mbarriers
+
+SPECIALIZED_TILE_BYTES = 8 * 1024
+SPECIALIZED_THREADS = 160   # warp 0: the producer (lane 0); warps 1-4: the consumers
+
+_SPECIALIZED_HEAD = '''#define ASYNC_WAIT_NS 500000000ull   // a barrier wait that lasts 0.5 s traps instead of hanging
+#include "async_copy.cuh"            // smem_u32, mbar_init, mbar_init_fence, mbar_arrive, mbar_expect_bytes, mbar_wait
+#define STAGES 4
+#define CONSUMERS 128                // warps 1-4 sum; lane 0 of warp 0 is the producer
+#define TILE4 512                    // float4s per tile (8 KiB): four per consumer thread
+
+// One TMA bulk copy, global -> shared; the barrier counts its bytes as they land.
+__device__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// A consumer is done with a slot: order its reads before the TMA's refill, then count it on `empty`.
+__device__ void release(u32 empty) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); mbar_arrive(empty); }
+__device__ float sum_squares4(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+
+// out[0] += the sum of squares of in[0 .. n), n a multiple of 4. Launch: one block of 160 threads per SM.
+extern "C" __global__ void sum_squares(float* out, const float* in, long long n) {
+    __shared__ __align__(128) float4 slot[STAGES][TILE4];
+    __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
+    const long long n4 = n / 4, tiles = (n4 + TILE4 - 1) / TILE4;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) { mbar_init(smem_u32(&full[s]), 1); mbar_init(smem_u32(&empty[s]), CONSUMERS); }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    float acc = 0.0f;
+    if (threadIdx.x == 0) {                               // the producer
+        for (long long t = blockIdx.x, j = 0; t < tiles; t += gridDim.x, ++j) {
+            const int s = (int)(j % STAGES);
+'''
+_SPECIALIZED_MIDDLE = '''        }
+    } else if (threadIdx.x >= 32) {                       // the consumers
+        const int c = threadIdx.x - 32;
+        for (long long t = blockIdx.x, j = 0; t < tiles; t += gridDim.x, ++j) {
+            const int s = (int)(j % STAGES);
+'''
+_SPECIALIZED_TAIL = '''        }
+    }
+    for (int step = 16; step > 0; step /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, step);
+    if (threadIdx.x % 32 == 0) atomicAdd(out, acc);
+}
+'''
+_SPECIALIZED_PRODUCER = '''            mbar_wait(smem_u32(&empty[s]), (u32)((j / STAGES) & 1) ^ 1u);   // its previous use is read (none yet: at once)
+            const u32 bytes = (u32)min((long long)TILE4, n4 - t * TILE4) * 16;             // the last tile is short
+            mbar_expect_bytes(smem_u32(&full[s]), bytes);
+            bulk_load(smem_u32(slot[s]), in + t * TILE4 * 4, bytes, smem_u32(&full[s]));
+'''
+_SPECIALIZED_CONSUMER = '''            mbar_wait(smem_u32(&full[s]), (u32)((j / STAGES) & 1));   // use j / STAGES of slot s has landed
+            for (int v = 0; v < TILE4 / CONSUMERS; ++v) {
+                const int e = v * CONSUMERS + c;
+                if (t * TILE4 + e < n4) acc += sum_squares4(slot[s][e]);
+            }
+            release(smem_u32(&empty[s]));
+'''
+_SPECIALIZED_STARTER = (_SPECIALIZED_HEAD
+                        + "            // TODO: wait until the consumers have emptied slot s, tell full[s] how many bytes\n"
+                          "            // to expect, and bulk-load tile t into it.\n"
+                        + _SPECIALIZED_MIDDLE
+                        + "            // TODO: wait until slot s is full, sum your float4s of it, release it.\n"
+                        + _SPECIALIZED_TAIL)
+_SPECIALIZED_SOLUTION = (_SPECIALIZED_HEAD + _SPECIALIZED_PRODUCER + _SPECIALIZED_MIDDLE + _SPECIALIZED_CONSUMER
+                         + _SPECIALIZED_TAIL)
+
+
+def _specialized_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+    body = _strip_comments(source)
+    kernel_body = body[body.find("sum_squares(float* out"):]
+    loads, counts = "bulk_load(" in kernel_body, "mbar_expect_bytes(" in kernel_body
+    waits = kernel_body.count("mbar_wait(")
+    releases = "release(" in kernel_body or "mbar_arrive(" in kernel_body
+    if loads and counts:
+        copies = Finding(True, "the producer bulk-loads tiles and sets the bytes each full barrier expects")
+    elif not loads:
+        copies = Finding(False, "no tile is loaded: the producer must call mbar_expect_bytes and bulk_load")
+    else:
+        copies = Finding(False, "the bulk loads are never counted: call mbar_expect_bytes before each bulk_load")
+    if waits >= 2 and releases:
+        handoff = Finding(True, "both roles wait on a barrier and the consumers release their slots")
+    else:
+        handoff = Finding(False, f"{waits} barrier wait{'s' * (waits != 1)}"
+                          + ("" if releases else " and no slot released")
+                          + ": the consumers must wait on full[s] and release it; the producer must wait on empty[s]")
+    stages = res.static_smem_bytes // SPECIALIZED_TILE_BYTES
+    ring = Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} slot"
+                   f"{'s' * (stages != 1)} of {SPECIALIZED_TILE_BYTES // 1024} KiB")
+    return [copies, handoff, ring]
+
+
+WARP_SPECIALIZED = KernelExercise(
+    name="warp_specialized", notebook="10_hopper_gemm", kernel="sum_squares",
+    task=("Fill in the two roles of a warp-specialized pipeline: a producer that refills four 8 KiB slots with TMA "
+          "bulk copies, and four consumer warps that sum squares out of them, handing slots back and forth through "
+          "a full and an empty mbarrier per slot. The barriers, the helpers and the loops are given; write the "
+          "waits, the byte counts, the copies, the reads and the releases."),
+    starter=_SPECIALIZED_STARTER,
+    hint=("Tile j of the block uses slot s = j % STAGES for the (j / STAGES)-th time, so the phase it waits for "
+          "has parity (j / STAGES) & 1. Consumers wait on full[s] with that parity. The producer waits on empty[s] "
+          "for the phase before it, parity ((j / STAGES) & 1) ^ 1, which a fresh barrier counts as complete: on "
+          "the first round the wait succeeds at once. The last tile may be short: expect and copy "
+          "min(TILE4, n4 - t * TILE4) * 16 bytes, and read no float4 past n4."),
+    solution=_SPECIALIZED_SOLUTION,
+    wrong={
+        "the starter (nothing loaded)": _SPECIALIZED_STARTER,
+        "the consumers never flip the phase": _SPECIALIZED_SOLUTION.replace(
+            "mbar_wait(smem_u32(&full[s]), (u32)((j / STAGES) & 1));", "mbar_wait(smem_u32(&full[s]), 0u);"),
+        "a whole tile expected for the short last one": _SPECIALIZED_SOLUTION.replace(
+            "mbar_expect_bytes(smem_u32(&full[s]), bytes);", "mbar_expect_bytes(smem_u32(&full[s]), TILE4 * 16);"),
+    },
+    sizes=PIPELINE_SIZES,
+    static=_specialized_checks,
+    min_cc=9.0,
+)
+
+
 EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM,
-                                                            PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE, MYSTERY)}
+                                                            PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE,
+                                                            WARP_SPECIALIZED, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:

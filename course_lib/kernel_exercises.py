@@ -29,7 +29,8 @@ from . import cuda
 from .exercises import Verdict
 from .kernel_exercise_set import (  # noqa: F401  (the exercises, re-exported: notebooks name them from here)
     ASYNC_PIPELINE, EXERCISES, FUSED_EPILOGUE, MYSTERY, MYSTERY_DEFECTS, MYSTERY_SCALAR_FIX, MYSTERY_THREADS,
-    PERSISTENT_TILES, REGISTER_BUDGET, ROW_SUMS, SCALE, TILE_GEMM, TRANSPOSE, WARP_ROW_SUMS, Finding, KernelExercise,
+    PERSISTENT_TILES, REGISTER_BUDGET, ROW_SUMS, SCALE, TILE_GEMM, TRANSPOSE, WARP_ROW_SUMS, WARP_SPECIALIZED, Finding,
+    KernelExercise,
     exercise, rows_per_block)
 
 CELL_NAME = "your cell"
@@ -46,7 +47,12 @@ def _cell_source(source: str) -> str:
 def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
     """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
     try:
-        cubin, log = cuda.compile_source(_cell_source(source), arch, f"{ex.name}.cu", use_cache=False)
+        code = _cell_source(cuda.paste_headers(source, CELL_NAME))   # a cell may #include a course header
+    except FileNotFoundError as exc:
+        return b"", None, [f"{exc}. The headers a cell can include are: "
+                           f"{', '.join(sorted(h.name for h in cuda.KERNEL_DIR.glob('*.cuh')))}."]
+    try:
+        cubin, log = cuda.compile_source(code, arch, f"{ex.name}.cu", use_cache=False)
     except cuda.NvrtcUnavailable as exc:
         return b"", None, [f"Not compiled: {exc} Run the notebook where NVRTC installs (Linux, or a GPU machine)."]
     except cuda.CompileError as exc:
@@ -202,7 +208,8 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
         lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
                      f"the static checks above. Not checked: its results at {ex.sizes_text()} "
                      "against the reference, and its speed. "
-                     "Open this notebook on a CUDA GPU (see the README) to run it.")
+                     "Open this notebook on a CUDA GPU (see the README) to run it."
+                     + ("" if static_ok else f" Stuck? print(kernel_exercises.hint({name!r}))"))
         return Verdict("\n".join(lines), static_ok)
     launch = ex.launch(source)
     if launch is None:
@@ -215,7 +222,8 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
         clean, more = _sanitizer_lines(tool, _run_child(ex, cubin, time_limit_s, tool, False, launch), time_limit_s)
         ok, lines = ok and clean, lines + more
     verdict = static_ok and ok
-    lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again.")
+    lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again. "
+                 f"Stuck? print(kernel_exercises.hint({name!r}))")
     return Verdict("\n".join(lines), verdict)
 
 

@@ -98,4 +98,9 @@ def test_headers_are_pasted_in_with_line_marks_so_errors_name_the_right_line():
 
 def test_a_missing_header_is_named():
     with pytest.raises(FileNotFoundError, match="nothing.cuh"):
-        cuda._paste_headers('#include "nothing.cuh"\n', "x.cu")
+        cuda.paste_headers('#include "nothing.cuh"\n', "x.cu")
+
+
+def test_an_include_may_carry_a_comment():
+    pasted = cuda.paste_headers('#include "async_copy.cuh"   // the mbarrier helpers\nint after;\n', "x.cu")
+    assert "__device__ __forceinline__ void mbar_wait" in pasted and pasted.endswith('#line 2 "x.cu"\nint after;\n')

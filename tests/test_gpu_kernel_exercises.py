@@ -77,7 +77,14 @@ def test_row_sums_without_the_shuffle_or_the_guard_are_wrong_live():
     ("persistent_tiles", "no edge mask"),
     ("fused_epilogue", "bias indexed by row"),
     ("async_pipeline", "waits for nothing"),
+    ("warp_specialized", "the starter (nothing loaded)"),
+    ("warp_specialized", "the consumers never flip the phase"),
 ])
 def test_the_later_notebooks_wrong_kernels_are_rejected_live(name, label):
     verdict = ke.check(name, ke.exercise(name).wrong[label])
     assert not verdict.correct, (label, verdict)
+
+
+def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
+    verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
+    assert not verdict.correct and "launch failed" in verdict and "did not finish" not in verdict, verdict

@@ -207,3 +207,14 @@ def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
     assert calls == [("yours", exercise_runner.TIMING_SAMPLES), ("course", exercise_runner.TIMING_SAMPLES)]
     assert got == {"size": "8×8", "yours_us": pytest.approx(2.0), "course_us": pytest.approx(2.0),
                    "course_kernel": "family.kernel", "samples": exercise_runner.TIMING_SAMPLES}
+
+
+def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
+    verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.starter)
+    assert not verdict.correct and "no tile is loaded" in verdict and "0 barrier waits" in verdict
+    assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
+    assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
+    missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
+    assert not missing.correct and "async_copy.cuh, wgmma.cuh" in missing
+    unreleased = ke.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
+    assert "no slot released" in ke.check("warp_specialized", unreleased)
