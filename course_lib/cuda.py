@@ -26,7 +26,7 @@ KERNEL_DIR = Path(__file__).parent / "kernels"
 RECORDED_REPORTS = Path(__file__).resolve().parent.parent / "data" / "compile_reports.json"
 COMPILE_TEST_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100")
 _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+'
-                    r'(?:__cluster_dims__\([^)]*\)\s+)?(\w+)\s*\(')
+                    r'(?:(?:__cluster_dims__\([^)]*\)|[A-Z][A-Z_]+)\s+)?(\w+)\s*\(')
 
 
 class CompileError(RuntimeError):

@@ -386,9 +386,37 @@ def one_pass_family(n: int):
     return cuda.compile_family(FAMILY, None, () if rv == _row_vecs_default() else (f"-DROW_VECS={rv}",))
 
 
-def run_softmax(out, x, plan: str, stats=None) -> None:
-    """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass" or "two pass"."""
+SPLIT = "one pass, split over a cluster of 2"
+SPLIT_MIN_CC = 9.0
+SPLIT_THREADS = 512
+
+
+def split_threads(n: int) -> int:
+    """Threads per block of a split row: enough for half a row (``split_half`` in fusion.cu)."""
+    half = ((n + 1) // 2 + 3) & ~3
+    if half > 4 * _row_vecs_default() * SPLIT_THREADS:
+        raise ValueError(f"a split row holds at most {8 * _row_vecs_default() * SPLIT_THREADS} floats; n = {n}")
+    return min(SPLIT_THREADS, row_threads(half))
+
+
+def _split(name: str, x, args: tuple) -> None:
+    from .hardware import detect
+
+    cc = float(detect().compute_capability)
+    if cc < SPLIT_MIN_CC:
+        raise RuntimeError(f"{name} runs on a cluster of two blocks: it needs compute capability "
+                           f"{SPLIT_MIN_CC:g} or newer, and this GPU is {cc:g}. Use the one-pass plan.")
     rows, n = x.shape
+    cuda.kernel(FAMILY, name)((2 * rows,), (split_threads(n),), args)
+
+
+def run_softmax(out, x, plan: str, stats=None) -> None:
+    """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass"
+    or ``SPLIT`` (each row's halves on a pair of blocks, sm_90+)."""
+    rows, n = x.shape
+    if plan == SPLIT:
+        _split("softmax_split", x, (out, x, np.int32(n)))
+        return
     if plan == "one pass":
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("softmax_one_pass")((rows,), (row_threads(n, rv),), (out, x, np.int32(n)))
@@ -399,8 +427,11 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
 
 
 def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
-    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass" or "two pass"."""
+    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass" or ``SPLIT``."""
     rows, n = x.shape
+    if plan == SPLIT:
+        _split("rmsnorm_split", x, (out, x, w, np.int32(n), np.float32(eps)))
+        return
     if plan == "one pass":
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("rmsnorm_one_pass")((rows,), (row_threads(n, rv),),
@@ -457,8 +488,9 @@ def _attach_row_profile(one: Case, two: Case, op: str, n: int, elements: int) ->
             "Softmax and RMSNorm rows: one pass (row in registers) against two kernels, PyTorch and torch.compile, "
             "beside the copy kernel; and rows too long for the registers.",
             elements=1 << 26, row_lengths=[1024, 2048, 4096, 8192, 16384, 32768], spill_row_lengths=[65536, 131072],
-            samples=20)
-def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[int], samples: int) -> list[Case]:
+            split_row_lengths=[16384, 32768], samples=20)
+def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[int], split_row_lengths: list[int],
+               samples: int) -> list[Case]:
     import cupy
     import torch
 
@@ -466,7 +498,10 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
     from .profiler import kernels_launched
     from .timing import benchmark_interleaved
 
+    from .hardware import detect
+
     copy_fn = cuda.kernel("elementwise", "copy_vec4")
+    splits = split_row_lengths if float(detect().compute_capability) >= SPLIT_MIN_CC else []
     cases = []
     for op in ("softmax", "rmsnorm"):
         eager = ((lambda t: torch.softmax(t, dim=-1)) if op == "softmax"
@@ -480,11 +515,13 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             out, stats = cupy.empty_like(x), cupy.empty(2 * rows, dtype=cupy.float32)
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
-                course = {p: (lambda p=p: run_softmax(out, x, p, stats)) for p in ("one pass", "two pass")}
+                course = {p: (lambda p=p: run_softmax(out, x, p, stats))
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits)}
                 args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
-                course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats)) for p in ("one pass", "two pass")}
+                course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)
@@ -508,7 +545,12 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             for (plan, _), t in zip(plans.items(), times):
                 launch, extra = None, {"kernels": _kernel_summary(kernels[plan]), "rows": rows, "n": n,
                                        "spill_case": n in spill_row_lengths}
-                if plan.startswith("course"):
+                if plan == f"course {SPLIT}":
+                    launch = launch_record((2 * rows,), (split_threads(n),),
+                                           cuda.compile_family(FAMILY).resources[f"{op}_split"])
+                    extra["row_vecs"] = _row_vecs_default()
+                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
+                elif plan.startswith("course"):
                     one = plan == "course one pass"
                     kname = f"{op}_one_pass" if one else f"{op}_row_stats"
                     fam = one_pass_family(n) if one else cuda.compile_family(FAMILY)
@@ -573,7 +615,7 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 # --------------------------------------------------------------------------- smoke launches (sanitizer)
 
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
-        "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual")
+        "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split")
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -581,7 +623,7 @@ def fusion_smoke() -> None:
     from .hardware import detect
 
     rng = cupy.random.default_rng(9)
-    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097)):
+    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097), (3, 32764)):
         x = rng.standard_normal((rows, n), dtype=cupy.float32)
         w = rng.random(n, dtype=cupy.float32) + 0.5
         out, stats = cupy.empty_like(x), cupy.empty(2 * rows, dtype=cupy.float32)
@@ -589,7 +631,8 @@ def fusion_smoke() -> None:
         soft = cupy.exp(xd - xd.max(1, keepdims=True))
         soft /= soft.sum(1, keepdims=True)
         rms = xd / cupy.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w
-        for plan in ("one pass", "two pass"):
+        split = (SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
+        for plan in ("one pass", "two pass") + split:
             for name, run, ref in (("softmax", lambda: run_softmax(out, x, plan, stats), soft),
                                    ("rmsnorm", lambda: run_rmsnorm(out, x, w, plan, stats), rms)):
                 out.fill(np.nan)
@@ -787,12 +830,14 @@ def reduction_rows(result, op: str) -> list[dict]:
     """Per row length: each plan's bandwidth as a % of the copy measured beside it (the minimum bytes,
     one read and one write of the tensor, over the time)."""
     rows = []
+    plans = list(dict.fromkeys(c.params["plan"] for c in result.cases
+                               if c.params["op"] == op and not c.params["plan"].startswith("copy")))
     for n in result.params["row_lengths"] + result.params["spill_row_lengths"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["op"] == op and c.params["n"] == n}
         copy = cs.pop("copy (course copy_vec4)")
         row = {"row length": n, "rows": copy.extra["rows"], "copy µs": copy.median_s * 1e6}
-        for plan, c in cs.items():
-            row[f"{plan}, % of copy"] = 100 * copy.median_s / c.median_s
+        for plan in plans:   # a plan not run at this length (the split: long rows only) shows a dash
+            row[f"{plan}, % of copy"] = 100 * copy.median_s / cs[plan].median_s if plan in cs else "-"
         rows.append(row)
     return rows
 

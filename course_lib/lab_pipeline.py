@@ -270,11 +270,34 @@ def one_block_smem(info) -> int:
     return info.smem_per_sm_bytes // 2 + 1024
 
 
+GEMM_METRICS = ["smsp__inst_executed.sum", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",
+                "smsp__warp_issue_stalled_barrier_per_warp_active.pct", "lts__t_bytes.sum", "gpu__time_duration.sum"]
+
+
+def profile_gemm_stages(n: int, wanted: list[dict]) -> None:
+    """Each wanted GEMM variant launched once, in order: what ncu profiles for ``pipeline.gemm_stages``."""
+    import cupy
+
+    from .lab_gemm import BF16, _random, defines_to_options, run_bf16, to_bf16_bits
+
+    info = _device()
+    a, b = to_bf16_bits(_random((n, n), 11)), to_bf16_bits(_random((n, n), 12))
+    c = cupy.empty((n, n), dtype=cupy.uint16)
+    for w in wanted:
+        fn = cuda.compile_family(BF16, None, defines_to_options(gemm_defines(w["stages"]))).function(GEMM_KERNEL)
+        run_bf16(a, b, c, fn, gemm_defines(w["stages"]), w["copies"],
+                 smem_bytes=one_block_smem(info) if w["blocks_per_sm"] == 1 else None)
+    cupy.cuda.Device().synchronize()
+
+
 @experiment("pipeline.gemm_stages",
             "The course's bf16 GEMM at 1-6 stages, cp.async and TMA copies, as many blocks per SM as fit and "
-            "held to one; checked against cuBLAS, timed call by call with it.",
-            n=4096, stages=[1, 2, 3, 4, 5, 6], samples=20)
-def gemm_stages(n: int, stages: list[int], samples: int) -> list[Case]:
+            "held to one; checked against cuBLAS, timed call by call with it; ncu's instruction counts and stalls "
+            "for both engines at two stages, one block per SM.",
+            n=4096, stages=[1, 2, 3, 4, 5, 6], samples=20,
+            profiled=[[2, "cp.async", 1], [2, "tma", 1], [4, "cp.async", 1], [4, "tma", 1]])
+def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -> list[Case]:
     import cupy
     import torch
 
@@ -316,7 +339,33 @@ def gemm_stages(n: int, stages: list[int], samples: int) -> list[Case]:
             {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{GEMM_KERNEL}", list(t.samples_s),
             flop, nbytes, check, launch_record(grid, block, res, request),
             extra={"k_tiles": -(-n // 64), "output_tiles": grid[0], "stage_bytes": (128 * 64 + 64 * 128) * 2})))
+    from . import profiler
+
+    wanted = [w for w in ({"stages": s, "copies": e, "blocks_per_sm": b} for s, e, b in profiled)
+              if any(c.params == w for c in cases)]
+    targets = [next(c for c in cases if c.params == w) for w in wanted]
+    script = f"from course_lib import lab_pipeline; lab_pipeline.profile_gemm_stages({n}, {wanted!r})"
+    profiler.attach_profiles(targets, script, GEMM_METRICS, f"^{GEMM_KERNEL}$", [GEMM_KERNEL] * len(wanted))
     return cases
+
+
+def gemm_profile_rows(result) -> list[dict]:
+    """The profiled GEMM variants: instructions issued per KiB staged into shared memory (ncu's count over
+    the tiles' bytes, analytic), the tensor pipe's busy share and two stall shares."""
+    rows = []
+    for c in result.cases:
+        m = c.extra.get("ncu")
+        if not m:
+            continue
+        staged = c.extra["k_tiles"] * c.extra["output_tiles"] * c.extra["stage_bytes"]
+        rows.append({"copies": c.params["copies"], "stages": c.params["stages"], "blocks/SM": c.params["blocks_per_sm"],
+                     "µs (timed)": c.median_s * 1e6,
+                     "instructions (ncu)": m["smsp__inst_executed.sum"],
+                     "instructions per KiB staged": m["smsp__inst_executed.sum"] / (staged / 1024),
+                     "tensor pipe busy (ncu)": f"{m['sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active']:.1f}%",
+                     "stalled on loads (long scoreboard)": f"{m['smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct']:.1f}%",
+                     "stalled at barriers": f"{m['smsp__warp_issue_stalled_barrier_per_warp_active.pct']:.1f}%"})
+    return rows
 
 
 # --------------------------------------------------------------------------- the timeline

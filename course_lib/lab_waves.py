@@ -209,6 +209,33 @@ REMEDY_SHAPES = {
 }
 
 
+PLACEMENT_SPIN_NS = 200_000   # each probe block stays this long, so every block of the grid is resident at once
+
+
+def placement(grid_blocks: int, threads: int, smem_bytes: int) -> dict:
+    """Where the block scheduler puts a grid of ``grid_blocks`` blocks with this footprint, measured:
+    notebook 02's ``tile_owner_order`` probe, launched with the same threads and dynamic shared memory
+    (so as many fit per SM as of the GEMM), records each block's SM and start time. Blocks that
+    start after the first ones finish did not fit in the first round."""
+    import cupy
+
+    fn = cuda.kernel("warps", "tile_owner_order")
+    if fn.max_dynamic_shared_size_bytes < smem_bytes:
+        fn.max_dynamic_shared_size_bytes = smem_bytes
+    owner = cupy.full((1, 1), -1, dtype=cupy.int32)
+    ticket, smid = cupy.empty(grid_blocks, dtype=cupy.int32), cupy.empty(grid_blocks, dtype=cupy.int32)
+    start, counter = cupy.empty(grid_blocks, dtype=cupy.uint64), cupy.zeros(1, dtype=cupy.uint32)
+    one = np.int32(1)
+    fn((grid_blocks,), (threads,), (owner, ticket, smid, start, counter, one, one, one, one,
+                                    np.int32(PLACEMENT_SPIN_NS)), shared_mem=smem_bytes)
+    sm, t0 = smid.get(), start.get()
+    first = (t0 - t0.min()) < PLACEMENT_SPIN_NS // 2
+    per_sm = np.bincount(sm[first])
+    return {"blocks": grid_blocks, "sms_used": int((per_sm > 0).sum()), "sms_with_two": int((per_sm >= 2).sum()),
+            "most_on_one_sm": int(per_sm.max()), "started_later": int((~first).sum()),
+            "probe": "warps.tile_owner_order", "probe_smem_bytes": smem_bytes}
+
+
 @experiment("waves.remedies",
             "Shapes with a bad tail, and what removes it: a narrower tile, split-K, a persistent grid.",
             split_ks=[2, 3, 4, 6, 7], persistent_grids=[270, 264, 135, 132, 90], samples=30)
@@ -259,6 +286,8 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
             extra = _model_extra(m, n, k, sms, resident, defines, split, kw.get("grid_blocks"))
             # Split-K's extra traffic: every slice writes its fp32 partials, the reduction reads them back.
             extra["partial_bytes"] = 2 * 4.0 * split * m * n if split > 1 else 0.0
+            if remedy == "persistent":
+                extra["placement"] = placement(extra["grid_blocks"], block[0], smem)
             cases.append(require_passed(Case(
                 f"{remedy}: {label}", {"remedy": remedy, "variant": label}, variant_name(defines),
                 list(t.samples_s), flop, nbytes + extra["partial_bytes"], check,
@@ -348,9 +377,34 @@ def remedy_rows(result) -> list[dict]:
                          "% of cuBLAS": 100 * lib.median_s / c.median_s,
                          "blocks (analytic)": e.get("blocks"), "waves (analytic)": e.get("waves"),
                          "useful (analytic)": e.get("useful_fraction"),
+                         "SMs used (measured)": e["placement"]["sms_used"] if "placement" in e else None,
+                         "SMs with two (measured)": e["placement"]["sms_with_two"] if "placement" in e else None,
                          "tail waste recovered": ((base.median_s - c.median_s) / waste
                                                   if c is not base and "tiles" in e else None)})
     return rows
+
+
+def grid_comparison(result, fewer: int = 90, all_sms: int = 132) -> str:
+    """Two persistent grids at the persistent remedy's shape, as a sentence: their rounds (the wave
+    model), the SMs each used (measured) and their medians with the spread of the samples."""
+    import statistics
+
+    def case(g):
+        return next(c for c in result.cases if c.params["remedy"] == "persistent"
+                    and c.params["variant"] == f"course 128x128, persistent grid of {g}")
+
+    a, b = case(fewer), case(all_sms)
+    tiles = a.extra["tiles"]
+
+    def part(c, g):
+        q = statistics.quantiles([t * 1e6 for t in c.samples_s], n=4)
+        return (f"{g} blocks on {c.extra['placement']['sms_used']} SMs, {-(-tiles // g)} rounds: "
+                f"median {c.median_s * 1e6:.1f} µs (middle half {q[0]:.1f}–{q[2]:.1f})")
+
+    diff = 100 * (b.median_s - a.median_s) / b.median_s
+    verdict = (f"the {fewer}-block grid was {diff:.1f}% faster" if diff > 0 else
+               f"the {fewer}-block grid was {-diff:.1f}% slower")
+    return f"{tiles} tiles. {part(a, fewer)}; {part(b, all_sms)}. In this run {verdict}."
 
 
 # --------------------------------------------------------------------------- smoke launches (sanitizer)

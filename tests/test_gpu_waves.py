@@ -38,3 +38,18 @@ def test_split_k_without_the_scheduled_variant_is_refused():
     a, b, c = lab_waves._operands(64, 64, 64, 1)
     with pytest.raises(ValueError, match="TC_SCHEDULED"):
         lab_waves.run(a, b, c, None, split_k=2, workspace=cupy.empty(2 * 64 * 64, dtype=cupy.float32))
+
+
+@pytest.mark.parametrize("blocks", [1, 90, 270])
+def test_the_placement_probe_accounts_for_every_block(blocks):
+    from course_lib import lab_waves
+    from course_lib.hardware import detect
+    from course_lib.lab_gemm import bf16_geometry
+
+    info = detect()
+    _, block, smem = bf16_geometry(2304, 1920, lab_waves.SCHEDULED)
+    resident = lab_waves.resident_blocks(info.name, lab_waves.SCHEDULED)
+    p = lab_waves.placement(blocks, block[0], smem)
+    assert p["started_later"] == max(0, blocks - resident * info.sm_count), p
+    assert p["most_on_one_sm"] <= resident and p["sms_used"] <= min(blocks, info.sm_count), p
+    assert p["sms_with_two"] <= p["sms_used"], p

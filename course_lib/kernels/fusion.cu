@@ -122,6 +122,115 @@ extern "C" __global__ __launch_bounds__(1024) void softmax_one_pass(float* __res
     store_row(out + row, v, n);
 }
 
+// ---- rows split over a cluster of two blocks (sm_90+)
+//
+// A one-pass row of more than 4 * ROW_VECS * 512 floats needs 1,024 threads, and 1,024 threads of
+// about 60 registers fill an SM's 65,536: one row per SM, whose load, reduction and store then run
+// one after another. Split over a cluster of two blocks of at most 512 threads, each block holds half
+// the row, two blocks fit per SM, and one's load overlaps another's reduction. The halves trade their
+// partial statistics through distributed shared memory. Launch: block (T <= 512, enough for half a
+// row), grid (2 * rows); n <= 8 * ROW_VECS * 512.
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CLUSTER_PAIR __cluster_dims__(2, 1, 1)
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_barrier() {   // release this block's writes, acquire the peer's
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The float at the same shared-memory offset in the other block of the pair.
+__device__ __forceinline__ float peer_float(const float* p) {
+    unsigned remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)__cvta_generic_to_shared(p)),
+                 "r"(cluster_rank() ^ 1u));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+#else
+#define CLUSTER_PAIR
+#endif
+
+// The first element of this block's half of a row (a multiple of 4, so halves stay 16-byte aligned).
+__device__ __forceinline__ int split_half(int n) { return ((n + 1) / 2 + 3) & ~3; }
+
+extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR softmax_split(float* __restrict__ out,
+                                                                               const float* __restrict__ in, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ MaxSum scratch[32];
+    __shared__ float part[2];
+    const int start = (int)cluster_rank() * split_half(n), len = min(split_half(n), n - start);
+    const size_t first = (size_t)(blockIdx.x / 2) * n + start;
+    float v[ROW_VECS][4];
+    load_row(v, in + first, len, NEG_INF);
+    float m = NEG_INF, s = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    const float m_thread = m == NEG_INF ? 0.f : m;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    const MaxSum mine = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
+    if (threadIdx.x == 0) part[0] = mine.m, part[1] = mine.s;
+    cluster_barrier();
+    const MaxSum row_ms = merge(mine, MaxSum{peer_float(&part[0]), peer_float(&part[1])});
+    cluster_barrier();   // the peer has read this block's part: either may now leave
+    const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    store_row(out + first, v, len);
+#else
+    __trap();   // clusters need compute capability 9.0 or newer
+#endif
+}
+
+extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR rmsnorm_split(float* __restrict__ out,
+                                                                               const float* __restrict__ in,
+                                                                               const float* __restrict__ w, int n,
+                                                                               float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ float scratch[32];
+    __shared__ float part[1];
+    const int len = min(split_half(n), n - (int)cluster_rank() * split_half(n));
+    const size_t first = (size_t)(blockIdx.x / 2) * n + cluster_rank() * split_half(n);
+    float v[ROW_VECS][4];
+    load_row(v, in + first, len, 0.f);
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    const float mine = block_all_reduce(ss, Add{}, scratch);
+    if (threadIdx.x == 0) part[0] = mine;
+    cluster_barrier();
+    const float r = rsqrtf((mine + peer_float(&part[0])) / n + eps);
+    cluster_barrier();
+    const float* wh = w + cluster_rank() * split_half(n);   // recomputed: nothing held across the reductions
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j) {
+        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        if ((len & 3) == 0 && e0 < len) {
+            float4 g = *reinterpret_cast<const float4*>(wh + e0);
+            v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < len ? r * wh[e0 + e] : 0.f;
+        }
+    }
+    store_row(out + first, v, len);
+#else
+    __trap();   // clusters need compute capability 9.0 or newer
+#endif
+}
+
 // The textbook split: a first kernel reduces each row to its (max, sum) and writes them out; a second
 // reads the row again and normalizes. Any n. Launch both: block (T, a multiple of 32), grid (rows).
 extern "C" __global__ void softmax_row_stats(float2* __restrict__ stats, const float* __restrict__ in, int n) {
