@@ -64,12 +64,14 @@ struct Merge {
 };
 
 // Thread t's slots of a row held in registers: float4 number j * blockDim.x + t, so a warp's loads
-// are consecutive 16-byte chunks. Elements past n read as `pad`.
-__device__ __forceinline__ void load_row(float (&v)[ROW_VECS][4], const float* __restrict__ x, int n, float pad) {
+// are consecutive 16-byte chunks. Elements past n read as `pad`. float4 moves need x 16-byte
+// aligned: `aligned` says so (a whole row of n % 4 == 0 floats is; a split row's half needs the row's n).
+__device__ __forceinline__ void load_row(float (&v)[ROW_VECS][4], const float* __restrict__ x, int n, float pad,
+                                         bool aligned = true) {
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
         int e0 = 4 * (j * blockDim.x + threadIdx.x);
-        if ((n & 3) == 0 && e0 < n) {
+        if (aligned && (n & 3) == 0 && e0 < n) {
             float4 f = *reinterpret_cast<const float4*>(x + e0);
             v[j][0] = f.x, v[j][1] = f.y, v[j][2] = f.z, v[j][3] = f.w;
         } else {
@@ -79,11 +81,12 @@ __device__ __forceinline__ void load_row(float (&v)[ROW_VECS][4], const float* _
     }
 }
 
-__device__ __forceinline__ void store_row(float* __restrict__ y, const float (&v)[ROW_VECS][4], int n) {
+__device__ __forceinline__ void store_row(float* __restrict__ y, const float (&v)[ROW_VECS][4], int n,
+                                          bool aligned = true) {
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
         int e0 = 4 * (j * blockDim.x + threadIdx.x);
-        if ((n & 3) == 0 && e0 < n) {
+        if (aligned && (n & 3) == 0 && e0 < n) {
             *reinterpret_cast<float4*>(y + e0) = make_float4(v[j][0], v[j][1], v[j][2], v[j][3]);
         } else {
 #pragma unroll
@@ -165,7 +168,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR softmax_split(
     const int start = (int)cluster_rank() * split_half(n), len = min(split_half(n), n - start);
     const size_t first = (size_t)(blockIdx.x / 2) * n + start;
     float v[ROW_VECS][4];
-    load_row(v, in + first, len, NEG_INF);
+    load_row(v, in + first, len, NEG_INF, (n & 3) == 0);
     float m = NEG_INF, s = 0.f;
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j)
@@ -186,7 +189,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR softmax_split(
     for (int j = 0; j < ROW_VECS; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) v[j][e] *= scale;
-    store_row(out + first, v, len);
+    store_row(out + first, v, len, (n & 3) == 0);
 #else
     __trap();   // clusters need compute capability 9.0 or newer
 #endif
@@ -202,7 +205,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR rmsnorm_split(
     const int len = min(split_half(n), n - (int)cluster_rank() * split_half(n));
     const size_t first = (size_t)(blockIdx.x / 2) * n + cluster_rank() * split_half(n);
     float v[ROW_VECS][4];
-    load_row(v, in + first, len, 0.f);
+    load_row(v, in + first, len, 0.f, (n & 3) == 0);
     float ss = 0.f;
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j)
@@ -225,7 +228,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR rmsnorm_split(
             for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < len ? r * wh[e0 + e] : 0.f;
         }
     }
-    store_row(out + first, v, len);
+    store_row(out + first, v, len, (n & 3) == 0);
 #else
     __trap();   // clusters need compute capability 9.0 or newer
 #endif
