@@ -67,7 +67,7 @@ def check_register_plan(producer_regs, consumer_regs) -> Verdict:
 
 def check_costliest(result, shape_label: str, answer) -> Verdict:
     """Exercise: the ablation (of ``hopper.ablations``) that slowed its kernel the most at a shape."""
-    from .lab_hopper import ablation_rows
+    from .lab_hopper import _ablation_rows as ablation_rows   # the learner's own rows, never a reference GPU's
 
     rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["time change %"] is not None]
     if not rows:

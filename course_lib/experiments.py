@@ -7,9 +7,10 @@ carries its provenance, and every figure and table says it.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from . import evidence, runtime, session
@@ -41,6 +42,9 @@ class Result:
     recorded_at: str
     params: dict
     cases: list[Case]
+    # Live on a GPU other than the one the course was recorded on: that GPU's record of the same
+    # experiment, which the row builders marked ``beside_reference`` show beside the learner's rows.
+    reference: "Result | None" = field(default=None, repr=False, compare=False)
 
     @property
     def gpu(self) -> str:
@@ -50,7 +54,10 @@ class Result:
     def provenance(self) -> str:
         """The label every table and figure built on this result carries."""
         if self.mode == "live":
-            return f"measured on {self.gpu}, {session.utc_label(self.recorded_at)}"
+            label = f"measured on {self.gpu}, {session.utc_label(self.recorded_at)}"
+            if self.reference is not None:
+                label += f", beside the {self.reference.gpu}'s record ({self.reference.recorded_at[:10]})"
+            return label
         return f"recorded on {self.gpu}, {self.recorded_at[:10]}"
 
     def case(self, name: str) -> Case:
@@ -124,7 +131,37 @@ def run_live(name: str, resolved: dict) -> Result:
     # The clock and power at both ends: a run that throttled, or ran far below the maximum clock, shows it.
     machine["gpu_state"] = {"before": before, "after": session.gpu_state()}
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    return Result(name, "live", machine, now, resolved, cases)
+    return Result(name, "live", machine, now, resolved, cases, reference_for(name, resolved, machine["slug"]))
+
+
+def reference_for(name: str, resolved: dict, live_slug: str) -> Result | None:
+    """The record of ``name`` on the course's reference GPU (``runtime.replay_gpu()``), to show beside
+    a live run on another GPU; None on the reference GPU itself, or where nothing matching was recorded."""
+    if live_slug == runtime.replay_gpu():
+        return None
+    try:
+        return replay(name, resolved)
+    except NotRecorded:
+        return None
+
+
+def beside_reference(rows_fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
+    """For a row builder whose first argument is a Result: live on another GPU, each of the learner's
+    rows is followed by the reference GPU's recorded row in the same place (a "GPU" column says which),
+    so a workshop on an L4 sees its numbers beside the H200's. Otherwise the rows are unchanged."""
+    @functools.wraps(rows_fn)
+    def with_reference(result, *args, **kwargs):
+        rows = rows_fn(result, *args, **kwargs)
+        ref = getattr(result, "reference", None)
+        if ref is None:
+            return rows
+        ref_rows = rows_fn(ref, *args, **kwargs)
+        mine = [{"GPU": result.gpu, **r} for r in rows]
+        theirs = [{"GPU": f"{ref.gpu} (recorded)", **r} for r in ref_rows]
+        if len(mine) != len(theirs):   # different variants ran (an older GPU skips some): one block each
+            return mine + theirs
+        return [row for pair in zip(mine, theirs) for row in pair]
+    return with_reference
 
 
 def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import kernel_exercises as ke
 from .evidence import Case
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .lab_pipeline import sanitizer_summary
 
 AS_GIVEN = "the mystery as given"
@@ -219,6 +219,7 @@ COLLEAGUE = "host timer"     # the case a colleague reported, timed the wrong wa
 BEFORE_THE_FIX = (AS_GIVEN, "course rmsnorm_one_pass", "copy")
 
 
+@beside_reference
 def diagnosis_rows(result, only: tuple[str, ...] | None = None, with_host_timer: bool = False) -> list[dict]:
     """One row per timed kernel (those whose name starts with one of ``only``, or all): time, share
     of the copy's bandwidth in the same run, and the ncu counters that tell why. The host-timer
@@ -261,6 +262,7 @@ def compile_report(result) -> str:
     return f"{regs} registers/thread, {smem} B shared memory, {stack:,} B stack frame, {spill} B spilled ({source})"
 
 
+@beside_reference
 def edge_rows(result) -> list[dict]:
     """The guard-less kernel at a row count that is a multiple of its block and at one that is not."""
     case = next(c for c in result.cases if c.kernel == f"capstone.{NO_GUARD}")

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import cuda, fusion
 from .evidence import Case
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .lab_gemm import (BF16, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
                        defines_to_options, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
@@ -693,7 +693,7 @@ def _by(result, *keys) -> dict:
     return {tuple(c.params[k] for k in keys): c for c in result.cases}
 
 
-def chain_rows(result) -> list[dict]:
+def _chain_rows(result) -> list[dict]:
     """Per chain length: each plan's time, the fused kernel against copy, and its speedup over k launches."""
     cases = _by(result, "k", "plan")
     rows = []
@@ -712,6 +712,11 @@ def chain_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
+def chain_rows(result) -> list[dict]:
+    return _chain_rows(result)
+
+
 def copy_bandwidth(result) -> float:
     """The copy kernel's median bandwidth over the whole run, bytes/s."""
     copies = [c for c in result.cases if c.params["plan"].startswith("copy")]
@@ -724,7 +729,7 @@ def compute_bound_k(result, slowdown: float = 1.2) -> dict:
     the ridge, from the datasheet and from this run's copy bandwidth."""
     from .hardware import gpu_spec
 
-    rows = chain_rows(result)
+    rows = _chain_rows(result)
     # the first k from which every longer chain is slower than the copy by the threshold: one noisy
     # point below the ridge does not count as the turn
     slow = [r["fused µs"] >= slowdown * r["copy µs"] for r in rows]
@@ -781,6 +786,7 @@ def chain_figure(result):
     return fig
 
 
+@beside_reference
 def dram_rows(result) -> list[dict]:
     """ncu's DRAM bytes for the profiled chain against the ledger's prediction for each plan."""
     rows = []
@@ -799,6 +805,7 @@ def dram_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def kernel_rows(result, **where) -> list[dict]:
     """Which kernels each plan launched (the PyTorch profiler's list), for the cases matching ``where``."""
     rows = []
@@ -810,6 +817,7 @@ def kernel_rows(result, **where) -> list[dict]:
     return rows
 
 
+@beside_reference
 def epilogue_rows(result) -> list[dict]:
     """Every epilogue plan at each shape, against the plain course GEMM and cuBLAS of the same run."""
     rows = []
@@ -826,6 +834,7 @@ def epilogue_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def reduction_rows(result, op: str) -> list[dict]:
     """Per row length: each plan's bandwidth as a % of the copy measured beside it (the minimum bytes,
     one read and one write of the tensor, over the time)."""
@@ -842,6 +851,7 @@ def reduction_rows(result, op: str) -> list[dict]:
     return rows
 
 
+@beside_reference
 def spill_rows(result) -> list[dict]:
     """The long rows: the one-pass kernel's spills (compiler) and their traffic (ncu) beside two passes."""
     rows = []
@@ -859,6 +869,7 @@ def spill_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def attention_rows(result) -> list[dict]:
     """Naive attention against the fused kernel: the ledger's bytes, measured time, and the kernels."""
     from .hardware import gpu_spec

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import cuda
 from .evidence import Case
-from .experiments import check_close, experiment, kernel_launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, kernel_launch_record, require_passed
 from .smoke import covers
 
 FP32 = "gemm_fp32"
@@ -598,6 +598,7 @@ def _cublas(result, n):
     return next(c for c in result.cases if c.kernel.startswith("cublas") and c.params["sizes"] == n)
 
 
+@beside_reference
 def ladder_rows(result) -> list[dict]:
     """Rung x size: GFLOP/s and % of the same run's cuBLAS; cells never measured say so."""
     sizes = sorted({c.params["sizes"] for c in result.cases})
@@ -649,6 +650,7 @@ def ladder_figure(result):
     return fig
 
 
+@beside_reference
 def bf16_rows(result) -> list[dict]:
     """Per size: cuBLAS, and the mma.sync kernel with each copy engine that was measured."""
     sizes = sorted({c.params["sizes"] for c in result.cases})
@@ -666,6 +668,7 @@ def bf16_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def edges_rows(result) -> list[dict]:
     """Kernel x shape: error over tolerance (passed when <= 1)."""
     shapes = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import cuda
 from .evidence import Case
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .lab_pipeline import sanitizer_summary
 from .lab_gemm import (_random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel, defines_to_options,
                        encode_tensor_map, macros, to_bf16_bits)
@@ -714,6 +714,7 @@ def _cublas(result, shape):
     return next(c for c in result.cases if c.kernel.startswith("cublas") and c.params.get("shapes") == shape)
 
 
+@beside_reference
 def ladder_rows(result) -> list[dict]:
     """Rung × shape: TFLOP/s and % of the same run's cuBLAS."""
     rows = []
@@ -754,6 +755,7 @@ def ceiling_position_rows(ladder_result, ceilings_result, shape: list[int]) -> l
     return rows
 
 
+@beside_reference
 def ceiling_rows(result) -> list[dict]:
     return [{"instruction": c.name, "TFLOP/s": c.flop_per_s / 1e12, "registers": c.launch["registers"],
              "blocks × threads": f"{c.launch['grid'][0]} × {c.launch['block'][0]}"} for c in result.cases]
@@ -813,6 +815,7 @@ def resources_rows(gpu_name: str = "H200") -> list[dict]:
     return rows
 
 
+@beside_reference
 def profile_rows(result, top: int = 3) -> list[dict]:
     """Per kernel: tensor-pipe utilisation, wgmma instructions, bytes from DRAM and L2, and the
     stall reasons that hold the most warps."""
@@ -831,7 +834,7 @@ def profile_rows(result, top: int = 3) -> list[dict]:
     return rows
 
 
-def ablation_rows(result) -> list[dict]:
+def _ablation_rows(result) -> list[dict]:
     """Each variant against the build it changes (or the rung it is compared with), in the same run:
     time, and the change in %."""
     rows = []
@@ -847,6 +850,12 @@ def ablation_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
+def ablation_rows(result) -> list[dict]:
+    return _ablation_rows(result)
+
+
+@beside_reference
 def pitfall_rows(result) -> list[dict]:
     x = result.cases[0].extra
     rows = []
@@ -858,6 +867,7 @@ def pitfall_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def edges_rows(result) -> list[dict]:
     rows = []
     for r in RUNGS:

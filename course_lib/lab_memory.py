@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import memory
 from .evidence import Case
-from .experiments import check_close, elementwise_launch, experiment, kernel_launch_record, require_passed
+from .experiments import beside_reference, check_close, elementwise_launch, experiment, kernel_launch_record, require_passed
 from .profiler import has_profile
 from .profiler import profiled_result as profile_source  # the notebooks' name for it
 from .smoke import covers
@@ -497,6 +497,7 @@ def dram_block_model(c: Case) -> memory.SectorCount:
     return memory.dram_blocks(addrs, width)
 
 
+@beside_reference
 def global_profile_rows(result) -> list[dict]:
     """ncu's sectors per request and DRAM bytes beside the sector model (and its 64-byte DRAM-block variant)."""
     rows = []
@@ -538,6 +539,7 @@ def dram_rows(result, ceiling_bytes_per_s: float) -> list[dict]:
     return rows
 
 
+@beside_reference
 def transpose_rows(result) -> list[dict]:
     """The ladder: GB/s and % of both copies measured in the same run."""
     cupy_copy = result.case("CuPy device-to-device copy").bandwidth_bytes_per_s
@@ -557,6 +559,7 @@ def best_transpose(result) -> Case:
                 and c.kernel != "transpose.transpose_tiled"), key=lambda c: c.bandwidth_bytes_per_s)
 
 
+@beside_reference
 def smem_profile_rows(result) -> list[dict]:
     """ncu's shared-memory wavefronts and bank conflicts per transpose, beside the bank model."""
     rows = []
@@ -579,6 +582,7 @@ def smem_profile_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def transpose_global_rows(result) -> list[dict]:
     """Global-side evidence of the transposes: sectors per write request and DRAM bytes, ncu vs model."""
     rows = []
@@ -596,6 +600,7 @@ def transpose_global_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def probe_rows(result) -> list[dict]:
     """Each probed pattern: the model's wavefronts, ncu's, and the time relative to a conflict-free 4-byte row."""
     base = result.case("4 B row").median_s if any(c.name == "4 B row" for c in result.cases) else None

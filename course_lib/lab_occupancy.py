@@ -27,7 +27,7 @@ from typing import Callable
 
 from . import occupancy as occ
 from .evidence import Case, Check
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .hardware import KIB
 from .smoke import covers
 
@@ -469,6 +469,7 @@ def copy_ceiling(result) -> float:
     return result.case("CuPy device-to-device copy").bandwidth_bytes_per_s
 
 
+@beside_reference
 def sweep_rows(result) -> list[dict]:
     ceiling = copy_ceiling(result)
     return [{"smem per block": f"{c.params['smem_kib']} KiB", "resident blocks": c.extra["resident_blocks"],
@@ -478,6 +479,7 @@ def sweep_rows(result) -> list[dict]:
             for c in result.cases if "smem_kib" in c.params]
 
 
+@beside_reference
 def ilp_rows(result) -> list[dict]:
     ceiling = copy_ceiling(result)
     return [{"ILP": c.extra["ilp"], "blocks/SM wanted": c.params["resident_blocks"],
@@ -501,6 +503,7 @@ def _launch_residency(result, c: Case) -> occ.Residency:
                          la["static_smem_bytes"] + la["dynamic_smem_bytes"])
 
 
+@beside_reference
 def warp_state_rows(result) -> list[dict]:
     """Nsight Compute's scheduler view per profiled case: theoretical and achieved occupancy, the
     launch's limiters beside the model's, and warps active / eligible / issuing per scheduler per cycle."""
@@ -522,6 +525,7 @@ def warp_state_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def spill_rows(result) -> list[dict]:
     base = result.cases[0].median_s
     rows = []

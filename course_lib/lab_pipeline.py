@@ -18,7 +18,7 @@ import numpy as np
 
 from . import cuda
 from .evidence import Case, Check
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .smoke import covers
 
 FAMILY = "pipeline"
@@ -349,6 +349,7 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
     return cases
 
 
+@beside_reference
 def gemm_profile_rows(result) -> list[dict]:
     """The profiled GEMM variants: instructions issued per KiB staged into shared memory (ncu's count over
     the tiles' bytes, analytic), the tensor pipe's busy share and two stall shares."""
@@ -627,6 +628,7 @@ def pipeline_smoke() -> None:
 
 # --------------------------------------------------------------------------- analysis for the notebook
 
+@beside_reference
 def latency_rows(result) -> list[dict]:
     """Per chase: the footprint, the loads it used, nanoseconds per dependent load."""
     return [{"loads": c.params["kernel"].replace("chase_l1", "ld.global.ca (L1 and L2)")
@@ -735,6 +737,7 @@ def streaming_figure(result, latency_ns: float):
     return fig
 
 
+@beside_reference
 def occupancy_rows(result) -> list[dict]:
     """The profiled variants: warps the occupancy model allows, ncu's achieved occupancy, bandwidth,
     and instructions issued per byte read from DRAM."""
@@ -768,6 +771,7 @@ def gemm_model(result, copies: str) -> dict:
             "predicted µs": {s: beats * (L_s + c_s if s == 1 else max(c_s, (L_s + c_s) / s)) * 1e6 for s in sorted(cs)}}
 
 
+@beside_reference
 def gemm_rows(result) -> list[dict]:
     """Every variant: time, TFLOP/s, % of cuBLAS (same run), speedup over one stage at the same
     residency and copy engine, and the one-block model's prediction."""
@@ -788,6 +792,7 @@ def gemm_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
 def timeline_rows(result) -> list[dict]:
     """Per plan: the untraced time, the traced one (the instrumentation's cost), and from the trace
     of the first block the median copy latency and math time and the overlap fraction."""
@@ -841,6 +846,7 @@ def timeline_figure(result, plans: tuple[str, ...] = (SERIAL, "4 stages"), tiles
     return fig
 
 
+@beside_reference
 def proxy_rows(result) -> list[dict]:
     rows = []
     for c in result.cases:

@@ -17,7 +17,7 @@ import json
 
 from . import launch_geometry as lg
 from .evidence import Case, Check
-from .experiments import check_close, experiment, kernel_launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, kernel_launch_record, require_passed
 from .smoke import covers
 
 BLOCK = 256
@@ -219,7 +219,7 @@ def warps_smoke() -> None:
 
 # --------------------------------------------------------------------------- analysis (no GPU)
 
-def divergence_rows(result) -> list[dict]:
+def _divergence_rows(result) -> list[dict]:
     """Measured time relative to one-path-for-all against the predicted factor, per mode."""
     base = result.case("one path for every lane").median_s
     rows = []
@@ -235,6 +235,12 @@ def divergence_rows(result) -> list[dict]:
     return rows
 
 
+@beside_reference
+def divergence_rows(result) -> list[dict]:
+    return _divergence_rows(result)
+
+
+@beside_reference
 def divergence_profile_rows(result) -> list[dict]:
     base = result.case("one path for every lane").extra["ncu"]["smsp__inst_executed.sum"]
     rows = []
@@ -299,7 +305,7 @@ def block_order_figure(result, run: int = 0):
 def divergence_figure(result):
     import matplotlib.pyplot as plt
 
-    rows = divergence_rows(result)
+    rows = _divergence_rows(result)
     fig, ax = plt.subplots(figsize=(9, 4.2))
     y = range(len(rows))
     ax.barh([i + 0.2 for i in y], [r["predicted ×"] for r in rows], height=0.4, color="#bbbbbb",

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cuda, waves
 from .evidence import Case
-from .experiments import check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
                        defines_to_options, macros, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
@@ -183,6 +183,7 @@ def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int
     return cases
 
 
+@beside_reference
 def ncu_wave_rows(result) -> list[dict]:
     """ncu's waves per SM for the profiled shapes beside the model's (blocks / slots)."""
     return [{"N": c.params["n_sweep"], "blocks": c.extra["blocks"], "slots (analytic)": c.extra["slots"],
@@ -361,6 +362,7 @@ def step_table(series: dict, result, seconds_per_wave_: float) -> list[dict]:
              "SM-round model (analytic)": "yes" if near(s, by_round) else "no"} for s in seen]
 
 
+@beside_reference
 def remedy_rows(result) -> list[dict]:
     """Each remedy against the one-tile-per-block baseline at its shape, with the share of the
     tail's waste it recovers (the waste: the baseline's time times its idle fraction, per the model)."""
@@ -467,6 +469,7 @@ def sweep_figure(result, key: str = "n_sweep"):
     return fig
 
 
+@beside_reference
 def cublas_switch_rows(result, key: str = "n_sweep") -> list[dict]:
     """The shapes at which cuBLAS changes kernel: its tile, from the kernel's name, beside its time."""
     s = sweep_series(result, key)

@@ -25,6 +25,8 @@ class Table:
     def __init__(self, rows: list[dict], caption: str, columns: list[str] | None = None):
         self.rows, self.caption = rows, caption
         self.columns = columns or (list(rows[0]) if rows else [])
+        if rows and "GPU" in rows[0] and "GPU" not in self.columns:   # rows beside a reference GPU's record
+            self.columns = ["GPU", *self.columns]
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
