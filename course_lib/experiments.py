@@ -124,10 +124,13 @@ def machine_manifest() -> dict:
 
 
 def run_live(name: str, resolved: dict) -> Result:
+    from . import progress
+
     exp = _lookup(name)
     machine = machine_manifest()
     before = session.gpu_state()
-    cases = exp.body(**resolved)
+    with progress.measuring(f"{name} on {machine['gpu']}"):
+        cases = exp.body(**resolved)
     # The clock and power at both ends: a run that throttled, or ran far below the maximum clock, shows it.
     machine["gpu_state"] = {"before": before, "after": session.gpu_state()}
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")

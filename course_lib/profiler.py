@@ -23,6 +23,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from . import progress
+
 
 class ProfilerUnavailable(RuntimeError):
     """Nsight Compute cannot profile here; the message says why and what to do."""
@@ -104,6 +106,7 @@ def ncu_metrics(script: str, metrics: list[str], kernel_regex: str | None = None
         cmd += ["-c", str(launch_count)]
     cmd += [sys.executable, "-c", script]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
+    progress.step(f"Nsight Compute: {len(metrics)} metrics per kernel (each kernel is replayed, so this takes a while)")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:

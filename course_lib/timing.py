@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from . import progress
+
 MIN_SAMPLES = 20
 HOLD_FLOOR_S = 20e-6      # covers recording the start event itself
 HOLD_CEILING_S = 20e-3    # a host that slow is not measuring a kernel any more
@@ -128,6 +130,7 @@ def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repe
     timed region, so a bandwidth figure cannot be flattered by cache hits. ``hold=False`` is the
     naive idle-GPU event pair (launch time included), kept to teach the difference.
     """
+    progress.step(f"timing one kernel, {samples} samples")
     _check_samples(samples)
     if repeat < 1 or warmup < 0:
         raise ValueError("repeat must be >= 1 and warmup >= 0")
@@ -160,6 +163,7 @@ def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30
     timing one function's samples after another's would credit the first with a cooler chip.
     Each call is held as in ``benchmark``.
     """
+    progress.step(f"timing {len(fns)} calls in turn, {samples} samples each")
     _check_samples(samples)
     import cupy
 
