@@ -18,8 +18,11 @@ Everything below "analysis" needs no GPU.
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 import random
+from collections import Counter, defaultdict
 import re
 import time
 from dataclasses import dataclass, field
@@ -568,24 +571,50 @@ def kernel_residency(family: str, kernel: str, b: occ.SmBudget, threads: int | N
     return occ.residency(b, threads, res.registers, res.static_smem_bytes + dynamic_smem_bytes), res
 
 
+@functools.lru_cache(maxsize=None)
+def _recorded_launches(gpu_slug: str) -> dict[str, Counter]:
+    """kernel name -> how often each (threads per block, dynamic shared memory) was launched in the records."""
+    from .evidence import RECORDED_DIR
+
+    out: dict[str, Counter] = defaultdict(Counter)
+    for path in sorted((RECORDED_DIR / gpu_slug).glob("*.json")):
+        for case in json.loads(path.read_text())["cases"]:
+            launch = case.get("launch")
+            if launch and case.get("kernel"):
+                out[case["kernel"]][(math.prod(launch["block"]), launch.get("dynamic_smem_bytes", 0))] += 1
+    return dict(out)
+
+
+def recorded_launch(family: str, kernel: str, gpu_slug: str | None = None) -> tuple[int, int] | None:
+    """(threads per block, dynamic shared memory) that the course's recorded experiments launched this
+    kernel with most often (the replay GPU's records by default), or None if no record launches it."""
+    from . import runtime
+
+    seen = _recorded_launches(gpu_slug or runtime.replay_gpu()).get(f"{family}.{kernel}")
+    return seen.most_common(1)[0][0] if seen else None
+
+
 def course_kernel_rows(b: occ.SmBudget) -> list[dict]:
-    """Every course kernel at its contract's block size: NVRTC's registers, shared memory and spills
-    fed straight into the residency model."""
+    """Every course kernel at its launch: the block size of its contract, or else the block and
+    dynamic shared memory its recorded experiments launched it with most often; NVRTC's registers,
+    shared memory and spills fed straight into the residency model."""
     from . import cuda
 
     rows = []
     for family in cuda.families():
         for kernel in cuda.kernel_names(family):
-            threads = contract_block_threads(family, kernel)
+            contract, recorded = contract_block_threads(family, kernel), recorded_launch(family, kernel)
+            threads = contract or (recorded[0] if recorded else None)
+            dynamic = recorded[1] if recorded and (contract is None or contract == recorded[0]) else 0
+            source = ("contract" if contract else "recorded launch" if recorded else "256 (contract is symbolic)")
             try:
-                r, res = kernel_residency(family, kernel, b, threads)
+                r, res = kernel_residency(family, kernel, b, threads, dynamic)
             except (ValueError, cuda.CompileError) as exc:
                 rows.append({"kernel": f"{family}.{kernel}", "limiter": f"— ({exc})"})
                 continue
-            rows.append({"kernel": f"{family}.{kernel}", "threads": r.threads_per_block,
-                         "block from": "contract" if threads else "256 (contract is symbolic)",
+            rows.append({"kernel": f"{family}.{kernel}", "threads": r.threads_per_block, "block from": source,
                          "registers": res.registers, "static smem B": res.static_smem_bytes,
-                         "spills B": res.spill_store_bytes + res.spill_load_bytes,
+                         "dynamic smem B": dynamic, "spills B": res.spill_store_bytes + res.spill_load_bytes,
                          "resident blocks": r.resident_blocks, "occupancy %": 100 * r.occupancy,
                          "limiter": r.limiter})
     return rows

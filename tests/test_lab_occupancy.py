@@ -205,3 +205,16 @@ def test_profiled_result_falls_back_to_the_recorded_metrics():
     src, note = profiler.profiled_result(live)
     assert src is not None and profiler.has_profile(src)
     assert "ERR_NVGPUCTRPERM" in note and "recorded on NVIDIA H200" in note
+
+
+def test_the_course_kernel_table_uses_each_kernels_recorded_launch(monkeypatch):
+    from course_lib import lab_occupancy, occupancy, runtime
+
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    rows = {r["kernel"]: r for r in lab_occupancy.course_kernel_rows(occupancy.budget(runtime.replay_gpu()))}
+    gemm = rows["gemm_bf16.bf16_gemm_mma"]
+    assert (gemm["threads"], gemm["dynamic smem B"], gemm["block from"]) == (128, 99392, "recorded launch")
+    assert gemm["resident blocks"] == 2          # 2 x 97 KiB fit in the H200's 228 KiB, 3 do not
+    wide = rows["hopper_gemm.hgemm_4_wide"]
+    assert wide["threads"] == 384 and wide["dynamic smem B"] > 190_000 and wide["resident blocks"] == 1
+    assert rows["elementwise.copy"]["block from"] == "contract" and rows["elementwise.copy"]["dynamic smem B"] == 0
