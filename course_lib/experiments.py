@@ -167,6 +167,19 @@ def beside_reference(rows_fn: Callable[..., list[dict]]) -> Callable[..., list[d
     return with_reference
 
 
+def beside_reference_figure(figure_fn: Callable[..., object]) -> Callable[..., object]:
+    """For a figure builder whose first argument is a Result: live on another GPU it also draws the
+    reference GPU's record (its title says "recorded on ..."), after the learner's figure, so the
+    notebook shows both. Returns the learner's figure."""
+    @functools.wraps(figure_fn)
+    def with_reference(result, *args, **kwargs):
+        fig = figure_fn(result, *args, **kwargs)
+        if getattr(result, "reference", None) is not None:
+            figure_fn(result.reference, *args, **kwargs)
+        return fig
+    return with_reference
+
+
 def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
     gpu_slug = gpu_slug or runtime.replay_gpu()
     record = evidence.load(gpu_slug, name)

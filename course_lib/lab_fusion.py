@@ -21,7 +21,7 @@ import numpy as np
 
 from . import cuda, fusion
 from .evidence import Case
-from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, launch_record, require_passed
 from .lab_gemm import (BF16, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
                        defines_to_options, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
@@ -745,6 +745,7 @@ def compute_bound_k(result, slowdown: float = 1.2) -> dict:
             "FLOP per op per element": flop_per_op}
 
 
+@beside_reference_figure
 def chain_figure(result):
     """Left: time against chain length for every plan. Right: the fused chain on the roofline,
     with the copy bandwidth measured in the same run and the datasheet fp32 peak."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import cuda
 from .evidence import Case
-from .experiments import beside_reference, check_close, experiment, kernel_launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, kernel_launch_record, require_passed
 from .smoke import covers
 
 FP32 = "gemm_fp32"
@@ -626,6 +626,7 @@ def not_measured(result) -> list[str]:
     return out
 
 
+@beside_reference_figure
 def ladder_figure(result):
     """The ladder: GFLOP/s per rung, one line per size, cuBLAS as a dashed line per size."""
     import matplotlib.pyplot as plt

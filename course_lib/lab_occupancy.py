@@ -30,7 +30,7 @@ from typing import Callable
 
 from . import occupancy as occ
 from .evidence import Case, Check
-from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, launch_record, require_passed
 from .hardware import KIB
 from .smoke import covers
 
@@ -620,6 +620,7 @@ def course_kernel_rows(b: occ.SmBudget) -> list[dict]:
     return rows
 
 
+@beside_reference_figure
 def sweep_figure(result):
     """Left: occupancy (model) and bandwidth against shared memory per block. Right: bandwidth against occupancy."""
     import matplotlib.pyplot as plt
@@ -675,6 +676,7 @@ def bytes_in_flight_figure(sweep, ilp_result):
     return fig
 
 
+@beside_reference_figure
 def ilp_figure(result):
     import matplotlib.pyplot as plt
 

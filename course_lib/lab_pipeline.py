@@ -18,7 +18,7 @@ import numpy as np
 
 from . import cuda
 from .evidence import Case, Check
-from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, launch_record, require_passed
 from .smoke import covers
 
 FAMILY = "pipeline"
@@ -654,6 +654,7 @@ def memory_levels(result) -> dict[str, float]:
     return {"L1": ns(min(l1, key=key)), "L2": ns(min(l2, key=key)), "HBM": ns(max(l2, key=key))}
 
 
+@beside_reference_figure
 def latency_figure(result):
     import matplotlib.pyplot as plt
 
@@ -823,6 +824,7 @@ def _percent_range(fractions: list[float]) -> str:
     return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
 
 
+@beside_reference_figure
 def timeline_figure(result, plans: tuple[str, ...] = (SERIAL, "4 stages"), tiles: int = 12):
     """The first ``tiles`` tiles of the first traced block of each plan: copies (issue → land) and math."""
     import matplotlib.pyplot as plt

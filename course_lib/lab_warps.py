@@ -17,7 +17,7 @@ import json
 
 from . import launch_geometry as lg
 from .evidence import Case, Check
-from .experiments import beside_reference, check_close, experiment, kernel_launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, kernel_launch_record, require_passed
 from .smoke import covers
 
 BLOCK = 256
@@ -275,6 +275,7 @@ def block_order_summary(result, run: int = 0) -> dict:
             "tickets that differ from the other launches": differ}
 
 
+@beside_reference_figure
 def block_order_figure(result, run: int = 0):
     """Left: each block coloured by its start ticket, laid out as its output tile. Right: start time
     against program id, coloured by SM."""
@@ -302,6 +303,7 @@ def block_order_figure(result, run: int = 0):
     return fig
 
 
+@beside_reference_figure
 def divergence_figure(result):
     import matplotlib.pyplot as plt
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cuda, waves
 from .evidence import Case
-from .experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from .experiments import beside_reference, beside_reference_figure, check_close, experiment, launch_record, require_passed
 from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
                        defines_to_options, macros, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
@@ -443,6 +443,7 @@ def scheduled_smoke() -> None:
                     raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")
 
 
+@beside_reference_figure
 def sweep_figure(result, key: str = "n_sweep"):
     """Time and TFLOP/s against the swept size: both kernels, and the wave model's prediction."""
     import matplotlib.pyplot as plt

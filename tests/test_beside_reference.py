@@ -11,7 +11,8 @@ from course_lib import experiments, lab_waves, plots
 
 # Row builders whose other arguments come from the live run (a measured ceiling or latency): the
 # reference's rows would be computed against the learner's GPU's numbers, so they stay as they are.
-NOT_BESIDE = {("lab_memory", "copy_rows"), ("lab_memory", "dram_rows"), ("lab_pipeline", "streaming_rows")}
+NOT_BESIDE = {("lab_memory", "copy_rows"), ("lab_memory", "dram_rows"), ("lab_pipeline", "streaming_rows"),
+              ("lab_memory", "strided_figure"), ("lab_pipeline", "streaming_figure")}
 
 
 @pytest.fixture(autouse=True)
@@ -56,16 +57,35 @@ def test_an_exercise_check_reads_only_the_learners_rows():
     assert mine.correct and str(mine).replace(live.provenance, rec.provenance) == str(recorded)
 
 
-def test_every_row_builder_over_a_result_shows_the_reference_or_says_why_not():
+def test_a_figure_is_followed_by_the_records_figure(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    rec = experiments.run("waves.n_sweep")
+    fig = lab_waves.sweep_figure(_as_if_live_on(rec, "NVIDIA L4", "l4"))
+    figs = [plt.figure(n) for n in plt.get_fignums()]
+    assert len(figs) == 2 and figs[0] is fig
+    titles = [" ".join(t.get_text() for ax in f.axes for t in [ax.title]) for f in figs]
+    assert "measured on NVIDIA L4" in titles[0] and "recorded on NVIDIA H200" in titles[1]
+    plt.close("all")
+    lab_waves.sweep_figure(rec)
+    assert len(plt.get_fignums()) == 1   # replay, or live on the H200: one figure
+    plt.close("all")
+
+
+def test_every_row_and_figure_builder_over_a_result_shows_the_reference_or_says_why_not():
     missing = []
     for mod in pkgutil.iter_modules(course_lib.__path__):
         if not mod.name.startswith("lab_"):
             continue
         module = importlib.import_module(f"course_lib.{mod.name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
-            if not name.endswith("_rows") or name.startswith("_") or fn.__module__ != module.__name__:
+            if not name.endswith(("_rows", "_figure")) or name.startswith("_") or fn.__module__ != module.__name__:
                 continue
             first = next(iter(inspect.signature(inspect.unwrap(fn)).parameters), None)
             if first == "result" and not hasattr(fn, "__wrapped__") and (mod.name, name) not in NOT_BESIDE:
                 missing.append(f"{mod.name}.{name}")
-    assert not missing, f"row builders without @beside_reference: {missing}"
+    assert not missing, f"row or figure builders without @beside_reference(_figure): {missing}"
