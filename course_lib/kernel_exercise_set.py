@@ -39,6 +39,7 @@ class KernelExercise:
     min_cc: float = 7.5
     size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
     launch: Callable[[str], dict | None] = field(default=lambda src: {})   # what the runner's launch reads from the source
+    fault_hint: str = ""   # what a failed launch most likely means for this exercise (default: an out-of-bounds access)
 
     def sizes_text(self) -> str:
         return ", ".join(self.size_labels) if self.size_labels else "n = " + ", ".join(f"{s:,}" for s in self.sizes)
@@ -913,6 +914,8 @@ def _specialized_checks(source: str, res: cuda.KernelResources) -> list[Finding]
         handoff = Finding(False, f"{waits} barrier wait{'s' * (waits != 1)}"
                           + ("" if releases else " and no slot released")
                           + ": the consumers must wait on full[s] and release it; the producer must wait on empty[s]")
+    if not loads:   # the compiler drops slots nothing writes or reads: their size says nothing yet
+        return [copies, handoff]
     stages = res.static_smem_bytes // SPECIALIZED_TILE_BYTES
     ring = Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} slot"
                    f"{'s' * (stages != 1)} of {SPECIALIZED_TILE_BYTES // 1024} KiB")
@@ -942,6 +945,8 @@ WARP_SPECIALIZED = KernelExercise(
     sizes=PIPELINE_SIZES,
     static=_specialized_checks,
     min_cc=9.0,
+    fault_hint=("Here that most likely means a barrier wait that never completed: after 0.5 s mbar_wait traps. "
+                "Check each wait's parity and that each mbar_expect_bytes counts exactly the bytes its copy brings"),
 )
 
 

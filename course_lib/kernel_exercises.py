@@ -153,8 +153,10 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
             lines.append(f"  {size}: WRONG. {case['first_wrong']}")
     if run.get("error"):
         ok = False
-        lines.append(f"The launch failed: {run['error']}. CUDA errors such as an illegal address come from reading "
-                     "or writing outside an array; the checker's process ended, this notebook's did not.")
+        cause = ex.fault_hint or ("CUDA errors such as an illegal address come from reading or writing outside "
+                                  "an array")
+        lines.append(f"The launch failed: {run['error']}. {cause}; the checker's process ended, this notebook's "
+                     "did not.")
     if "timing" in run:
         t = run["timing"]
         size = t["size"] if isinstance(t["size"], str) else f"n = {t['size']:,}"

@@ -88,3 +88,4 @@ def test_the_later_notebooks_wrong_kernels_are_rejected_live(name, label):
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
     verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
     assert not verdict.correct and "launch failed" in verdict and "did not finish" not in verdict, verdict
+    assert "a barrier wait that never completed" in verdict, verdict

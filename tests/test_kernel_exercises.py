@@ -212,9 +212,20 @@ def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
     verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.starter)
     assert not verdict.correct and "no tile is loaded" in verdict and "0 barrier waits" in verdict
+    assert "slots of 8 KiB" not in verdict   # the compiler dropped the unused slots: their size is no finding
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
     assert not missing.correct and "async_copy.cuh, wgmma.cuh" in missing
     unreleased = ke.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
     assert "no slot released" in ke.check("warp_specialized", unreleased)
+
+
+def test_a_failed_launch_names_the_exercises_likely_cause():
+    from course_lib.kernel_exercises import _live_lines
+
+    run = {"cases": [], "error": "CUDADriverError: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"}
+    _, lines = _live_lines(ke.WARP_SPECIALIZED, run, 20)
+    assert "a barrier wait that never completed" in lines[-1] and "outside an array" not in lines[-1]
+    _, lines = _live_lines(ke.SCALE, run, 20)
+    assert "outside an array" in lines[-1]
