@@ -678,7 +678,7 @@ def bars_figure(rows: list[dict], title: str, ceiling_gbps: float | None = None,
     ax.set_xlabel("GB/s (useful bytes / time)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(rows) - 0.08), ncol=3, frameon=False)
     fig.tight_layout()
     return fig
 

@@ -275,6 +275,29 @@ def block_order_summary(result, run: int = 0) -> dict:
             "tickets that differ from the other launches": differ}
 
 
+def launch_waves(result) -> dict | None:
+    """The wave model for the block-order launch on the result's GPU: slots from the occupancy model
+    and the kernel's compiled resources; None for a GPU the course has no specification of."""
+    import math
+
+    from . import cuda
+    from . import occupancy as occ
+    from .hardware import gpu_spec
+
+    c = result.cases[0]
+    blocks, threads = math.prod(c.extra["grid"]), result.params["block_m"] * result.params["block_n"]
+    try:
+        spec = gpu_spec(result.gpu)
+    except KeyError:
+        return None
+    res = cuda.resources("warps", "tile_owner_order", cuda.arch_for("warps", f"sm_{spec.compute_capability.replace('.', '')}"))
+    per_sm = occ.residency(occ.budget(spec), threads, res.registers, res.static_smem_bytes).resident_blocks
+    slots = per_sm * spec.sm_count
+    n_waves = -(-blocks // slots)
+    return {"blocks": blocks, "per_sm": per_sm, "sms": spec.sm_count, "slots": slots, "waves": n_waves,
+            "last_fill": (blocks - (n_waves - 1) * slots) / slots}
+
+
 @beside_reference_figure
 def block_order_figure(result, run: int = 0):
     """Left: each block coloured by its start ticket, laid out as its output tile. Right: start time
@@ -298,6 +321,11 @@ def block_order_figure(result, run: int = 0):
     b.set_ylabel("start time since the first block (µs)")
     b.set_title("when each block started; colour = SM", fontsize=9)
     b.grid(alpha=0.2)
+    waves = launch_waves(result)
+    if waves:   # what the model predicts: count the bands of start times against it
+        b.set_title(f"when each block started; colour = SM\nwave model: {waves['blocks']:,} blocks on "
+                    f"{waves['slots']:,} slots ({waves['per_sm']} per SM × {waves['sms']} SMs) = {waves['waves']} "
+                    f"waves, the last {100 * waves['last_fill']:.0f}% full", fontsize=9)
     fig.suptitle(f"{c.name}: {result.provenance}", fontsize=10)
     fig.tight_layout()
     return fig

@@ -67,7 +67,7 @@ def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float
     ``points``: dicts with ``intensity`` (FLOP/byte), ``flop_per_s``, ``dtype``, ``tag`` (a short
     label) and optionally ``series`` (points of one series are joined by a line, e.g. matmul sizes).
     """
-    fig, ax = plt.subplots(figsize=(9, 5.8))
+    fig, ax = plt.subplots(figsize=(9, 6.6))
     xs = [p["intensity"] for p in points]
     lo, hi = min(xs + [0.05]) / 2, max(xs + [2e4]) * 2
     styles = {"fp32": ("#4c72b0", "o"), "bf16": ("#c44e52", "s"), "fp16": ("#8172b2", "^"), "fp8": ("#55a868", "D")}
@@ -75,7 +75,8 @@ def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float
         colour = styles.get(dtype, ("grey", "o"))[0]
         ridge = peak / bandwidth
         ax.plot([lo, ridge, hi], [bandwidth * lo, peak, peak], color=colour, lw=1.5, alpha=0.6,
-                label=f"roof {dtype}: {peak / 1e12:,.0f} TFLOP/s, ridge {ridge:,.0f} FLOP/byte")
+                label=f"roof {dtype}: {peak / 1e12:,.0f} TFLOP/s measured, ridge {ridge:,.0f} FLOP/byte "
+                      "at the measured copy bandwidth")
     series: dict[str, list[dict]] = {}
     for p in points:
         series.setdefault(p.get("series") or p["tag"], []).append(p)
@@ -90,14 +91,19 @@ def roofline_figure(points: list[dict], bandwidth: float, peaks: dict[str, float
             ax.annotate(p["tag"], (p["intensity"], p["flop_per_s"]), fontsize=7, color=colour,
                         xytext=(4, dy), textcoords="offset points")
         singles += len(pts) == 1
+    for dtype in dict.fromkeys(p["dtype"] for pts in series.values() if len(pts) == 1 for p in pts):
+        colour, marker = styles.get(dtype, ("black", "o"))
+        ax.plot([], [], marker=marker, color=colour, lw=0, ms=5, label=f"single operations, {dtype}")
+    ys = [p["flop_per_s"] for p in points]
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
+    ax.set_ylim(min(ys) / 2.5, max([*ys, *peaks.values()]) * 2)   # room for the labels under the lowest point
     ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
     ax.set_ylabel("achieved throughput (FLOP/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.11), ncol=2, frameon=False)   # off the points
     fig.tight_layout()
     return fig
 

@@ -172,3 +172,12 @@ def test_divergence_exercise():
     assert ex.check_divergence(right).correct
     assert not ex.check_divergence({q: 1.0 for q in right}).correct
     assert not ex.check_divergence("2").correct
+
+
+def test_the_block_order_figure_counts_the_waves_the_model_predicts(monkeypatch):
+    from course_lib import experiments, lab_warps
+
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    waves = lab_warps.launch_waves(experiments.run("warps.block_order"))
+    assert (waves["blocks"], waves["slots"], waves["waves"]) == (3969, 1056, 4)
+    assert abs(waves["last_fill"] - 0.7585) < 1e-3
