@@ -3,7 +3,7 @@ timing and each profiler run and names it.
 
 In a notebook the bar is a line of text in the running cell's output, updated in place; not tqdm's
 widget, which would leave a closed widget in the saved notebook with no state behind it. In a
-terminal it is tqdm's usual line on stderr. The bar clears itself when the experiment ends
+terminal it is tqdm's usual line on stderr, and nothing when stderr is not a terminal. The bar clears itself when the experiment ends
 (``leave=False``), so the tables and figures after it are what stays. Replay never creates one;
 ``COURSE_PROGRESS=0`` turns it off.
 """
@@ -58,8 +58,14 @@ def measuring(label: str):
         return
     from tqdm import tqdm
 
-    _bar = tqdm(desc=label, unit=" step", leave=False, file=_CellLine() if _in_notebook() else None,
-                bar_format="{desc}: {n_fmt} steps, {elapsed} {postfix}")
+    # disable=None: in a terminal whose stderr is no TTY (a log, a pipe), tqdm stays silent instead of
+    # writing a carriage-return update ten times a second into it.
+    bar = tqdm(desc=label, unit=" step", leave=False, file=_CellLine() if _in_notebook() else None,
+               bar_format="{desc}: {n_fmt} steps, {elapsed} {postfix}", disable=None)
+    if bar.disable:
+        yield
+        return
+    _bar = bar
     try:
         yield
     finally:
