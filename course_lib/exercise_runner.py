@@ -354,18 +354,18 @@ def _fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
     return out
 
 
-def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
+def _sum_squares_cases(fn, sizes, time_it: bool, threads: int, course, course_kernel: str) -> dict:
+    """A sum-of-squares kernel on one block of ``threads`` per SM: out[0] against a float64 sum at each
+    size, then timed beside ``course(x, partial, sms)``, the course's kernel for the same bytes."""
     import cupy
     import numpy as np
-
-    from .lab_pipeline import run_stream
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     out = {"cases": []}
     for n in sizes:
         x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
         total = cupy.zeros(1, dtype=cupy.float32)
-        fn((sms,), (256,), (total, x, np.int64(n)))
+        fn((sms,), (threads,), (total, x, np.int64(n)))
         cupy.cuda.Device().synchronize()
         want = float((x.astype(cupy.float64) ** 2).sum())
         got = float(total[0])
@@ -376,41 +376,27 @@ def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
         n = sizes[-1]
         x = cupy.ones(n, dtype=cupy.float32)
         total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
-        out["timing"] = _timed(n,
-                               lambda: fn((sms,), (256,), (total, x, np.int64(n))),
-                               lambda: run_stream("stream_cp_async", x, partial, sms, stages=2),
-                               "pipeline.stream_cp_async (2 stages, one block per SM)")
+        out["timing"] = _timed(n, lambda: fn((sms,), (threads,), (total, x, np.int64(n))),
+                               lambda: course(x, partial, sms), course_kernel)
     return out
+
+
+def _async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
+    from .kernel_exercise_set import PIPELINE_THREADS
+    from .lab_pipeline import run_stream
+
+    return _sum_squares_cases(fn, sizes, time_it, PIPELINE_THREADS,
+                              lambda x, partial, sms: run_stream("stream_cp_async", x, partial, sms, stages=2),
+                              "pipeline.stream_cp_async (2 stages, one block per SM)")
 
 
 def _warp_specialized_cases(fn, sizes, time_it: bool) -> dict:
-    import cupy
-    import numpy as np
-
     from .kernel_exercise_set import SPECIALIZED_THREADS
     from .lab_pipeline import run_specialized
 
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    out = {"cases": []}
-    for n in sizes:
-        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
-        total = cupy.zeros(1, dtype=cupy.float32)
-        fn((sms,), (SPECIALIZED_THREADS,), (total, x, np.int64(n)))
-        cupy.cuda.Device().synchronize()
-        want = float((x.astype(cupy.float64) ** 2).sum())
-        got = float(total[0])
-        ok = abs(got - want) <= 1e-4 * abs(want) + 1e-6
-        out["cases"].append({"size": n, "passed": ok,
-                             "first_wrong": None if ok else f"the sum is {got:.7g}, the float64 reference {want:.7g}"})
-    if time_it and all(c["passed"] for c in out["cases"]):
-        n = sizes[-1]
-        x = cupy.ones(n, dtype=cupy.float32)
-        total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
-        out["timing"] = _timed(n,
-                               lambda: fn((sms,), (SPECIALIZED_THREADS,), (total, x, np.int64(n))),
-                               lambda: run_specialized(x, partial, stages=4, work=0),
-                               "pipeline.stream_specialized (4 stages of 16 KiB, one block per SM)")
-    return out
+    return _sum_squares_cases(fn, sizes, time_it, SPECIALIZED_THREADS,
+                              lambda x, partial, sms: run_specialized(x, partial, stages=4, work=0),
+                              "pipeline.stream_specialized (4 stages of 16 KiB, one block per SM)")
 
 
 CASES = {"register_tile_gemm": _tile_gemm_cases, "scale_grid_stride": _scale_cases, "row_sum_squares_budget": _row_sum_cases,
