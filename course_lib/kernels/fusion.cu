@@ -96,6 +96,23 @@ __device__ __forceinline__ void store_row(float* __restrict__ y, const float (&v
     }
 }
 
+// v[j][e] *= r * w[element], each slot laid out as load_row laid it out; 0 past n. w is read one
+// slot at a time: a second row of registers would not fit. w itself is always 16-byte aligned.
+__device__ __forceinline__ void scale_by_weights(float (&v)[ROW_VECS][4], const float* __restrict__ w, int n,
+                                                 float r) {
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j) {
+        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        if ((n & 3) == 0 && e0 < n) {
+            float4 g = *reinterpret_cast<const float4*>(w + e0);
+            v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < n ? r * w[e0 + e] : 0.f;
+        }
+    }
+}
+
 // Softmax of each row, reading it from memory once: the row stays in registers. Each thread takes
 // the max of its values, keeps e = exp(x - its max) in place and sums them; the block merges the
 // threads' (max, sum) pairs by rescaling (the online-softmax merge), and each thread rescales its e
@@ -216,18 +233,8 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR rmsnorm_split(
     cluster_barrier();
     const float r = rsqrtf((mine + peer_float(&part[0])) / n + eps);
     cluster_barrier();
-    const float* wh = w + cluster_rank() * split_half(n);   // recomputed: nothing held across the reductions
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j) {
-        int e0 = 4 * (j * blockDim.x + threadIdx.x);
-        if ((len & 3) == 0 && e0 < len) {
-            float4 g = *reinterpret_cast<const float4*>(wh + e0);
-            v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < len ? r * wh[e0 + e] : 0.f;
-        }
-    }
+    // w recomputed from the rank: nothing is held across the reductions
+    scale_by_weights(v, w + cluster_rank() * split_half(n), len, r);
     store_row(out + first, v, len, (n & 3) == 0);
 #else
     __trap();   // clusters need compute capability 9.0 or newer
@@ -286,17 +293,7 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __res
 #pragma unroll
         for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
     const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j) {   // w one slot at a time: a second row of registers would not fit
-        int e0 = 4 * (j * blockDim.x + threadIdx.x);
-        if ((n & 3) == 0 && e0 < n) {
-            float4 g = *reinterpret_cast<const float4*>(w + e0);
-            v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[j][e] *= e0 + e < n ? r * w[e0 + e] : 0.f;
-        }
-    }
+    scale_by_weights(v, w, n, r);
     store_row(out + row, v, n);
 }
 
