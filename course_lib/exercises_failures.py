@@ -74,3 +74,44 @@ def check_lower_bound(result, seconds) -> Verdict:
         return Verdict("That is the right number in microseconds; the check wants seconds.", False)
     return Verdict("Not quite: the bound is the bytes the kernel must move (x read once, out written once, the "
                    "weights once) divided by the copy kernel's bandwidth in the same run (its bytes ÷ its median).", False)
+
+
+# Mistakes told as scenarios, in words the catalogue and its tables do not use: the learner has to
+# recognise the family from what goes wrong, not look it up.
+FAMILY_SCENARIOS = {
+    "A kernel's author says it runs at 90% of the GPU's capability, because the profiler's timeline "
+    "shows the GPU busy for 90% of the run.": "roofline and measurement",
+    "A reduction kernel has block 0 spin until block 1,000 sets a flag in global memory; on a big "
+    "input it sometimes never finishes.": "execution model",
+    "Adding an 8 KiB lookup table to a kernel's shared memory takes it from five resident blocks per SM "
+    "to four, and its author never re-derives that.": "resources",
+    "A kernel timed with time.perf_counter() around its launch takes 8 µs, and the profiler says it "
+    "runs for 2 ms.": "roofline and measurement",
+}
+
+
+def check_families(answers) -> Verdict:
+    """Exercise: the family of each scenario in ``FAMILY_SCENARIOS``. Says how many are right and
+    which family names a wrong guess used, never which scenario is wrong, so guessing does not pay."""
+    from .failures import FAMILIES
+
+    if not answers:
+        return Verdict("Not answered yet: give a dict {scenario: family} with one of the families "
+                       f"{', '.join(FAMILIES)} for each scenario.", False)
+    if not isinstance(answers, dict):
+        return Verdict("Answer with a dict {scenario: family}.", False)
+    unknown = [a for a in answers.values() if not isinstance(a, str) or a.strip().lower() not in FAMILIES]
+    if unknown:
+        return Verdict(f"Not a family: {', '.join(map(repr, unknown))}. The families are {', '.join(FAMILIES)}.", False)
+    missing = [s for s in FAMILY_SCENARIOS if s not in answers]
+    if missing:
+        return Verdict(f"Not answered yet: {len(missing)} of the {len(FAMILY_SCENARIOS)} scenarios have no family "
+                       "(use the scenario strings as keys).", False)
+    right = sum(answers[s].strip().lower() == f for s, f in FAMILY_SCENARIOS.items())
+    if right == len(FAMILY_SCENARIOS):
+        return Verdict("Correct: a busy timeline and a host clock are measurement mistakes, a block waiting on a "
+                       "later block assumes an order the hardware does not promise, and shared memory per block "
+                       "is a resource that sets residency.", True)
+    return Verdict(f"Not yet: {right} of {len(FAMILY_SCENARIOS)} are right. For each scenario, ask what the author "
+                   "believes that is false: how the GPU runs blocks, what an SM can hold, how bytes move, how work "
+                   "is tiled or fused, or what a number measures.", False)

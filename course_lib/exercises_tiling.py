@@ -48,7 +48,7 @@ def check_tile_index(fn) -> Verdict:
     return Verdict(f"Correct: your mapping matches the kernel for all {len(probes)} probes.", True)
 
 
-TILE_CHOICE_RULES = {"gpu": "l4", "dtype": "bf16", "min_stages": 3, "min_hbm_intensity": 64.0,
+TILE_CHOICE_RULES = {"gpu": "l4", "dtype": "bf16", "min_stages": 3, "min_l2_intensity": 64.0,
                      "min_resident_blocks": 2}
 
 
@@ -77,8 +77,8 @@ def check_tile_choice(choice) -> Verdict:
         wrong.append("it does not fit: " + "; ".join(e.problems))
     if e.stages < rules["min_stages"]:
         wrong.append(f"{e.stages} stage(s): at least {rules['min_stages']} are asked for, to keep loads in flight")
-    if e.hbm_intensity < rules["min_hbm_intensity"]:
-        wrong.append(f"stage intensity {e.hbm_intensity:.1f} FLOP/byte is under {rules['min_hbm_intensity']:.0f}: "
+    if e.l2_intensity < rules["min_l2_intensity"]:
+        wrong.append(f"stage intensity {e.l2_intensity:.1f} FLOP/byte is under {rules['min_l2_intensity']:.0f}: "
                      "a larger B_M and B_N raise it")
     if e.residency is not None and e.residency.resident_blocks < rules["min_resident_blocks"]:
         wrong.append(f"only {e.residency.resident_blocks} block(s) per SM (limited by {e.residency.limiter}); "
@@ -87,4 +87,4 @@ def check_tile_choice(choice) -> Verdict:
         return Verdict("Not yet:\n  " + "\n  ".join(wrong), False)
     return Verdict(f"Correct: {e.block_m}x{e.block_n}x{e.block_k}, {e.stages} stages = "
                    f"{e.staging_bytes / 1024:.0f} KiB per block, {e.residency.resident_blocks} blocks per SM, "
-                   f"{e.hbm_intensity:.0f} FLOP/byte.", True)
+                   f"{e.l2_intensity:.0f} FLOP/byte.", True)

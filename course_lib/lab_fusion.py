@@ -410,6 +410,28 @@ def _split(name: str, x, args: tuple) -> None:
     cuda.kernel(FAMILY, name)((2 * rows,), (split_threads(n),), args)
 
 
+PREFETCH = "one pass, persistent, next row prefetched"
+
+
+def prefetch_launch(rows: int, n: int) -> tuple[tuple, tuple, int]:
+    """(grid, block, dynamic shared memory) of ``rmsnorm_prefetch``: as many blocks as fit on every
+    SM at once (the occupancy model with the compiler's registers), each with a row's worth of slots."""
+    from . import occupancy
+    from .hardware import detect
+
+    per_thread = 4 * _row_vecs_default()
+    if n > per_thread * 1024:
+        raise ValueError(f"the prefetching RMSNorm holds a row of at most {per_thread * 1024} floats; n = {n}. "
+                         "Use the two-pass plan for longer rows.")
+    info = detect()
+    threads = row_threads(n)
+    smem = _row_vecs_default() * threads * 16
+    res = cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"]
+    per_sm = occupancy.residency(occupancy.budget_from_device(info), threads, res.registers,
+                                 smem + res.static_smem_bytes).resident_blocks
+    return (min(rows, per_sm * info.sm_count),), (threads,), smem
+
+
 def run_softmax(out, x, plan: str, stats=None) -> None:
     """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass"
     or ``SPLIT`` (each row's halves on a pair of blocks, sm_90+)."""
@@ -427,10 +449,18 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
 
 
 def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
-    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass" or ``SPLIT``."""
+    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass", ``SPLIT`` or
+    ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on this one)."""
     rows, n = x.shape
     if plan == SPLIT:
         _split("rmsnorm_split", x, (out, x, w, np.int32(n), np.float32(eps)))
+        return
+    if plan == PREFETCH:
+        grid, block, smem = prefetch_launch(rows, n)
+        fn = cuda.kernel(FAMILY, "rmsnorm_prefetch")
+        if fn.max_dynamic_shared_size_bytes < smem:
+            fn.max_dynamic_shared_size_bytes = smem   # a 32k row's slots are 128 KiB, past the default 48 KiB
+        fn(grid, block, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)), shared_mem=smem)
         return
     if plan == "one pass":
         rv = one_pass_row_vecs(n)
@@ -521,7 +551,7 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits)}
+                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)
@@ -545,7 +575,12 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             for (plan, _), t in zip(plans.items(), times):
                 launch, extra = None, {"kernels": _kernel_summary(kernels[plan]), "rows": rows, "n": n,
                                        "spill_case": n in spill_row_lengths}
-                if plan == f"course {SPLIT}":
+                if plan == f"course {PREFETCH}":
+                    grid, block, smem = prefetch_launch(rows, n)
+                    launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
+                    extra["row_vecs"] = _row_vecs_default()
+                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
+                elif plan == f"course {SPLIT}":
                     launch = launch_record((2 * rows,), (split_threads(n),),
                                            cuda.compile_family(FAMILY).resources[f"{op}_split"])
                     extra["row_vecs"] = _row_vecs_default()
@@ -615,7 +650,8 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 # --------------------------------------------------------------------------- smoke launches (sanitizer)
 
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
-        "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split")
+        "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split",
+        "rmsnorm_prefetch")
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -634,7 +670,8 @@ def fusion_smoke() -> None:
         split = (SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
         for plan in ("one pass", "two pass") + split:
             for name, run, ref in (("softmax", lambda: run_softmax(out, x, plan, stats), soft),
-                                   ("rmsnorm", lambda: run_rmsnorm(out, x, w, plan, stats), rms)):
+                                   ("rmsnorm", lambda: run_rmsnorm(out, x, w, plan, stats), rms),
+                                   ("rmsnorm", lambda: run_rmsnorm(out, x, w, PREFETCH), rms)):
                 out.fill(np.nan)
                 run()
                 err = float(cupy.abs(out - ref).max())

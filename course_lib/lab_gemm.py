@@ -48,7 +48,7 @@ LADDER: tuple[Step, ...] = (
          "transactions, not arithmetic, set the pace",
          "swap the thread mapping so a warp runs along a row", (32, 32, 0), 1024, (1, 1), 0),
     Step(2, "coalesced", "sgemm_coalesced", "threadIdx.x along a row: B and C accesses coalesce",
-         "every multiply-add still needs two loads through L1/L2; global-memory traffic per FLOP is unchanged",
+         "every multiply-add still issues two global loads (L1 catches most of them), and warps wait for them",
          "stage 32x32 tiles of A and B in shared memory and reuse each loaded float 32 times", (32, 32, 0), 1024, (1, 1), 0),
     Step(3, "shared-memory tiles", "sgemm_smem", "32x32 tiles of A and B staged in shared memory",
          "two shared-memory loads per multiply-add: the shared-memory pipe, not HBM, is now the limit",
@@ -62,7 +62,7 @@ LADDER: tuple[Step, ...] = (
          "move 16 bytes per instruction: float4 global loads, shared reads and stores", (128, 128, 8), 256, (8, 8)),
     Step(6, "vectorised", "sgemm_vec4", "float4 global loads, shared reads and C stores",
          "the thread layout still makes a warp's shared reads collide in banks, and every stage "
-         "waits for its loads at a barrier",
+         "waits for its global loads",
          "arrange threads in warp tiles so each warp reads a few consecutive shared addresses", (128, 128, 8), 256, (8, 8)),
     Step(7, "warp tiles", "sgemm_warptile", "8x8 per thread as 4x4 sub-tiles laid out per warp",
          "conflict-free shared reads; what remains is the wait for each stage's global loads "
@@ -530,7 +530,7 @@ def step_model_rows() -> list[dict]:
             "step": f"{st.number} {st.label}", "tile B_M×B_N×B_K": f"{bm}×{bn}×{bk}" if bk else f"{bm}×{bn} (no staging)",
             "threads": st.threads, "outputs/thread": tm * tn // (32 if st is BF16_STEP else 1),
             "stages": st.stages,
-            "HBM stage intensity": tiling.stage_intensity(bm, bn, b) if bk else None,
+            "L2 stage intensity": tiling.stage_intensity(bm, bn, b) if bk else None,
             "register-tile intensity": tiling.register_tile_intensity(tm, tn, b),
             "staging KiB": tiling.staging_bytes(bm, bn, bk, b, st.stages) / 1024 if bk else 0.0})
     return rows

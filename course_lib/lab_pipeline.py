@@ -467,9 +467,10 @@ def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> 
             "TMA refills of slots the block has just read, with and without fence.proxy.async: wrong results "
             "counted over many runs, in the streaming kernel and in the bf16 GEMM.",
             stream_elements=1 << 24, stream_stages=[2, 4], gemm_sizes=[4096, 8192], runs=50, gemm_runs=20,
-            sanitized_n=512)
+            sanitized_n=512, race_launches=[[256, 4], [512, 2]], race_rounds=256, race_runs=20)
 def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list[int], runs: int,
-                gemm_runs: int, sanitized_n: int) -> list[Case]:
+                gemm_runs: int, sanitized_n: int, race_launches: list[list[int]], race_rounds: int,
+                race_runs: int) -> list[Case]:
     import cupy
     import torch
 
@@ -480,7 +481,7 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
     info = _device()
     require_bulk_copies(info.compute_capability)
     sms = info.sm_count
-    cases = []
+    cases = race_cases(race_launches, race_rounds, race_runs)
     x = cupy.random.default_rng(13).random(stream_elements, dtype=cupy.float32)
     want = float((x.astype(cupy.float64) ** 2).sum())
     partial = cupy.empty(sms, dtype=cupy.float32)
@@ -519,6 +520,59 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
                                          f"lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
                 for label, fence in (("with the fence", True), ("without the fence", False))}
         cases.append(case)
+    return cases
+
+
+RACE_KERNELS = ("proxy_store_race", "proxy_refill_race")
+RACE_WORDS = 1024
+
+
+def run_race(kernel: str, threads: int, blocks: int, rounds: int, fence: bool) -> tuple[int, int]:
+    """One launch of a small proxy-race kernel: (wrong values, values checked). For the store race a
+    value is a word the TMA stored; for the refill race, one thread's reads in one round."""
+    import cupy
+
+    fn = cuda.kernel(FAMILY, kernel)
+    if kernel == "proxy_store_race":
+        out = cupy.full((blocks, rounds, RACE_WORDS), -1.0, dtype=cupy.float32)
+        fn((blocks,), (threads,), (out, np.int32(rounds), np.int32(fence)))
+        want = cupy.arange(rounds, dtype=cupy.float32)[None, :, None] * 3 + 1
+        return int((out != want).sum()), out.size
+    src = cupy.concatenate([cupy.ones(RACE_WORDS, cupy.float32), cupy.full(RACE_WORDS, 2.0, cupy.float32)])
+    bad = cupy.zeros(1, dtype=cupy.uint32)
+    fn((blocks,), (threads,), (src, bad, np.int32(rounds), np.int32(fence)))
+    return int(bad.get()[0]), blocks * threads * rounds
+
+
+def race_cases(launches: list[list[int]], rounds: int, runs: int) -> list[Case]:
+    """Each small race kernel at each (threads, blocks per SM), ``runs`` launches with the fence and
+    without: the wrong values counted; the fenced kernel's time; racecheck on one unfenced launch."""
+    from .timing import benchmark
+
+    sms = _device().sm_count
+    cases = []
+    for kernel in RACE_KERNELS:
+        for threads, per_sm in launches:
+            blocks = per_sm * sms
+            outcomes = {}
+            for fence in (True, False):
+                counts = [run_race(kernel, threads, blocks, rounds, fence) for _ in range(runs)]
+                outcomes[fence] = {"runs": runs, "wrong_runs": sum(w > 0 for w, _ in counts),
+                                   "wrong_values": sum(w for w, _ in counts), "values": sum(n for _, n in counts),
+                                   "worst_abs_err": None, "tolerance": 0.0,
+                                   "reference": "the value each round wrote or loaded (exact)"}
+            t = benchmark(lambda: run_race(kernel, threads, blocks, rounds, True), 20)
+            moved = 4.0 * RACE_WORDS * rounds * blocks
+            case = _fence_case(f"{kernel}, {threads} threads x {blocks} blocks, {rounds} rounds",
+                               {"kernel": kernel, "threads": threads, "blocks_per_sm": per_sm},
+                               f"{FAMILY}.{kernel}", t, 0.0, moved, outcomes)
+            case.extra["timed"] = "the kernel with the fence, with the host's allocation and check"
+            if [threads, per_sm] == launches[0]:
+                case.extra["racecheck"] = {
+                    label: sanitizer_summary(f"from course_lib import lab_pipeline; print('n=' + str("
+                                             f"lab_pipeline.run_race({kernel!r}, {threads}, {sms}, 8, {fence})))")
+                    for label, fence in (("with the fence", True), ("without the fence", False))}
+            cases.append(case)
     return cases
 
 
@@ -585,7 +639,8 @@ def sanitizer_summary(script: str, tool: str = "racecheck", timeout_s: int = 300
 
 # --------------------------------------------------------------------------- smoke
 
-@covers(FAMILY, "chase_l1", "chase_l2", "stream_sync", "stream_cp_async", "stream_bulk", "stream_specialized")
+@covers(FAMILY, "chase_l1", "chase_l2", "stream_sync", "stream_cp_async", "stream_bulk", "stream_specialized",
+        *RACE_KERNELS)
 def pipeline_smoke() -> None:
     """Every pipeline kernel at edge sizes (one element, tails, partial tiles), checked."""
     import cupy
@@ -624,6 +679,11 @@ def pipeline_smoke() -> None:
             run_specialized(x, partial[:2], s, 5, trace, header, 2, blocks=2, release_after_math=late)
             if not _sum_squares_check(partial[:2], want)["passed"]:
                 raise AssertionError(f"stream_specialized ({s} stages, traced={traced}) wrong at n = {n}")
+    for kernel in RACE_KERNELS:   # with the fence, a small race kernel is right at any block shape
+        for threads, blocks in ((32, 1), (256, 2)):
+            wrong, _ = run_race(kernel, threads, blocks, 3, True)
+            if wrong:
+                raise AssertionError(f"{kernel} with the fence: {wrong} wrong values ({threads} threads, {blocks} blocks)")
 
 
 # --------------------------------------------------------------------------- analysis for the notebook
@@ -855,10 +915,13 @@ def proxy_rows(result) -> list[dict]:
         for variant in ("with the fence", "without the fence"):
             o = c.extra[variant]
             rows.append({"kernel": c.name, "variant": variant, "runs": o["runs"], "wrong runs": o["wrong_runs"],
-                         "worst error": o["worst_abs_err"], "tolerance": o["tolerance"]})
+                         "wrong values": (f"{o['wrong_values']:,} of {o['values']:,}" if "values" in o else "—"),
+                         "worst error": "—" if o["worst_abs_err"] is None else o["worst_abs_err"],
+                         "tolerance": o["tolerance"]})
     return rows
 
 
-def racecheck_lines(result) -> dict[str, list[str]]:
-    c = next(c for c in result.cases if "racecheck" in c.extra)
-    return {k: v.get("lines", [v.get("unavailable", "")]) for k, v in c.extra["racecheck"].items()}
+def racecheck_lines(result) -> dict[str, dict[str, list[str]]]:
+    """What compute-sanitizer's racecheck said of each kernel it ran, with and without the fence."""
+    return {c.name: {k: v.get("lines", [v.get("unavailable", "")]) for k, v in c.extra["racecheck"].items()}
+            for c in result.cases if "racecheck" in c.extra}

@@ -2,7 +2,8 @@
 
 A block owns a B_M x B_N tile of C and walks the reduction dimension B_K at a
 time. Per stage it stages B_K·(B_M + B_N) input elements in shared memory and
-does 2·B_M·B_N·B_K FLOPs, so its intensity against HBM (each stage read once)
+does 2·B_M·B_N·B_K FLOPs, so its intensity against L2 (each block loads its stages
+from L2; HBM sees fewer bytes when L2 serves neighbouring blocks the same tiles)
 is 2·B_M·B_N / (b·(B_M + B_N)). Inside the block each thread keeps T_M x T_N
 outputs in registers and reads T_M + T_N values from shared memory per k: that
 ratio, 2·T_M·T_N / (b·(T_M + T_N)), is its intensity against shared memory.
@@ -122,7 +123,7 @@ class TileEstimate:
     thread_tile: tuple[int, int]
     stage_flop: int
     stage_bytes: float
-    hbm_intensity: float
+    l2_intensity: float
     smem_intensity: float
     staging_bytes: float
     accumulator_bytes: int
@@ -190,7 +191,7 @@ def tile_estimate(block_m: int, block_n: int, block_k: int, stages: int, dtype: 
         gpu=gpu.name, dtype=dtype, block_m=block_m, block_n=block_n, block_k=block_k, stages=stages,
         threads=threads, outputs_per_thread=outputs_per_thread, thread_tile=(tm, tn),
         stage_flop=stage_flop(block_m, block_n, block_k), stage_bytes=stage_bytes(block_m, block_n, block_k, b),
-        hbm_intensity=stage_intensity(block_m, block_n, b), smem_intensity=register_tile_intensity(tm, tn, b),
+        l2_intensity=stage_intensity(block_m, block_n, b), smem_intensity=register_tile_intensity(tm, tn, b),
         staging_bytes=smem, accumulator_bytes=accumulator_bytes(block_m, block_n),
         accumulator_registers_per_thread=outputs_per_thread, registers_per_thread=regs,
         registers_estimated=estimated, residency=residency, problems=problems)

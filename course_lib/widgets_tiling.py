@@ -38,7 +38,7 @@ def render_tile(e: tiling.TileEstimate) -> str:
         f"{e.outputs_per_thread} outputs per thread ({tm}×{tn})<br>"
         f"One stage: {span('course-stage-flop', f'{e.stage_flop:,}')} FLOPs on "
         f"{span('course-stage-bytes', f'{e.stage_bytes:,.0f}')} bytes of A and B<br>"
-        f"Stage intensity against HBM: {span('course-hbm-intensity', f'{e.hbm_intensity:,.1f}')} FLOP/byte "
+        f"Stage intensity against L2 (what a block loads): {span('course-l2-intensity', f'{e.l2_intensity:,.1f}')} FLOP/byte "
         f"(2·B_M·B_N / (b·(B_M+B_N)))<br>"
         f"Intensity against shared memory: {span('course-smem-intensity', f'{e.smem_intensity:,.2f}')} FLOP/byte "
         f"(each thread reads {tm}+{tn} values per k for {2 * tm * tn} FLOPs)<br>"

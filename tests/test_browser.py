@@ -311,7 +311,7 @@ def tile_model(nb: LabNotebook, calc, after: str) -> None:
         except ValueError as exc:
             return error_expected(exc)
         out = {".course-stage-flop": f"{e.stage_flop:,}", ".course-stage-bytes": f"{e.stage_bytes:,.0f}",
-               ".course-hbm-intensity": f"{e.hbm_intensity:,.1f}", ".course-smem-intensity": f"{e.smem_intensity:,.2f}",
+               ".course-l2-intensity": f"{e.l2_intensity:,.1f}", ".course-smem-intensity": f"{e.smem_intensity:,.2f}",
                ".course-staging": f"{e.staging_bytes / KIB:,.1f} KiB",
                ".course-accumulator": f"{e.accumulator_bytes / KIB:,.1f} KiB",
                ".course-acc-regs": str(e.accumulator_registers_per_thread),

@@ -98,3 +98,19 @@ def test_the_compile_report_comes_from_the_record_where_nvrtc_is_missing(mystery
     monkeypatch.setattr(ke, "resources", no_nvrtc)
     recorded = lf.compile_report(mystery)
     assert "4,096 B stack frame" in recorded and "NVRTC is not installed here" in recorded
+
+
+def test_family_scenarios_accept_the_right_families_and_reveal_no_scenario_when_wrong():
+    from course_lib.exercises_failures import FAMILY_SCENARIOS, check_families
+    from course_lib.failures import FAMILIES
+
+    right = dict(FAMILY_SCENARIOS)
+    assert check_families(right).correct
+    assert not check_families(None).correct and not check_families({}).correct
+    one_wrong = {**right, next(iter(right)): "execution model"}
+    verdict = check_families(one_wrong)
+    assert not verdict.correct and "3 of 4" in verdict
+    assert not any(s[:30] in verdict for s in FAMILY_SCENARIOS)   # which one is wrong stays unsaid
+    assert "Not a family" in check_families({**right, next(iter(right)): "memory"})
+    assert not check_families({s: f for s, f in list(right.items())[:2]}).correct
+    assert set(FAMILY_SCENARIOS.values()) <= set(FAMILIES)

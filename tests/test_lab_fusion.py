@@ -175,3 +175,17 @@ def test_prediction_exercise_follows_the_measurement(reductions):
     assert check_faster(reductions, "softmax", 4096, "one pass").correct
     assert not check_faster(reductions, "softmax", 4096, "fused").correct
     assert not check_faster(reductions, "softmax", 12345, "one pass").correct
+
+
+def test_the_prefetching_rmsnorm_refuses_rows_longer_than_its_registers_hold():
+    with pytest.raises(ValueError, match="two-pass"):
+        lab_fusion.prefetch_launch(4, 4 * 8 * 1024 + 4)
+
+
+def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
+    """The record's finding that notebook 08 states: copying the next row in while this one is worked
+    on leaves the 32k one-pass RMSNorm where it was (within 2 points), below the 85% of the copy."""
+    red = experiments.replay("fusion.reductions", experiments.resolve_params("fusion.reductions"), "h200")
+    row = next(r for r in lab_fusion.reduction_rows(red, "rmsnorm") if r["row length"] == 32768)
+    one, pre = row["course one pass, % of copy"], row[f"course {lab_fusion.PREFETCH}, % of copy"]
+    assert abs(one - pre) < 2 and pre < 85

@@ -81,7 +81,18 @@ def test_recorded_proxy_fence_matters_in_the_gemm(recorded):
     gemm = "bf16_gemm_mma (tma), n=4096"
     assert rows[(gemm, "with the fence")]["wrong runs"] == 0 and rows[(gemm, "without the fence")]["wrong runs"] > 0
     lines = lab_pipeline.racecheck_lines(recorded["proxy_fence"])
-    assert set(lines) == {"with the fence", "without the fence"}
+    assert gemm in lines and all(set(v) == {"with the fence", "without the fence"} for v in lines.values())
+
+
+def test_recorded_small_race_kernels_are_wrong_in_every_unfenced_run_and_never_when_fenced(recorded):
+    small = [c for c in recorded["proxy_fence"].cases if c.params["kernel"] in lab_pipeline.RACE_KERNELS]
+    assert {c.params["kernel"] for c in small} == set(lab_pipeline.RACE_KERNELS)
+    for c in small:
+        fenced, unfenced = c.extra["with the fence"], c.extra["without the fence"]
+        assert fenced["wrong_values"] == 0 and fenced["wrong_runs"] == 0, c.name
+        assert unfenced["wrong_runs"] == unfenced["runs"] and unfenced["wrong_values"] > 0, c.name
+    silent = lab_pipeline.racecheck_lines(recorded["proxy_fence"])   # the sanitizer sees no hazard either way
+    assert all("0 hazards" in " ".join(v) for lines in silent.values() for v in lines.values())
 
 
 def test_check_stages_accepts_the_fewest_and_rejects_others():

@@ -58,7 +58,7 @@ def test_bad_input_is_a_clear_value_error(call):
 
 def test_the_lessons_tile_fits_an_h200():
     e = tiling.tile_estimate(128, 128, 32, 2, "bf16", 256, 64, H200)
-    assert e.fits and e.hbm_intensity == 64 and e.staging_bytes == 32768 and e.accumulator_bytes == 65536
+    assert e.fits and e.l2_intensity == 64 and e.staging_bytes == 32768 and e.accumulator_bytes == 65536
     assert e.accumulator_registers_per_thread == 64 and e.registers_estimated
     assert e.residency.resident_blocks >= 1
 
@@ -87,7 +87,7 @@ def shown(calc, cls):
 
 def test_calculator_default_shows_the_lessons_numbers():
     calc = tile_calculator()
-    assert shown(calc, "course-hbm-intensity") == "64.0"
+    assert shown(calc, "course-l2-intensity") == "64.0"
     assert shown(calc, "course-stage-flop") == "1,048,576"
     assert shown(calc, "course-stage-bytes") == "16,384"
     assert shown(calc, "course-staging") == "32.0 KiB"
@@ -101,7 +101,7 @@ def test_calculator_follows_its_controls():
     calc.block_m.value, calc.block_n.value = 64, 64
     calc.threads.value = 64
     e = tiling.tile_estimate(64, 64, 32, 2, "bf16", 64, 64, H200)
-    assert shown(calc, "course-hbm-intensity") == f"{e.hbm_intensity:,.1f}"
+    assert shown(calc, "course-l2-intensity") == f"{e.l2_intensity:,.1f}"
     assert shown(calc, "course-blocks") == str(e.residency.resident_blocks)
     calc.registers.value = 200
     assert shown(calc, "course-registers") == "200"
@@ -194,7 +194,7 @@ def test_bf16_refuses_old_gpus_in_words():
 def test_model_rows_cover_every_rung():
     rows = lab_gemm.step_model_rows()
     assert len(rows) == len(lab_gemm.LADDER) + 1
-    assert rows[-1]["HBM stage intensity"] == 64 and rows[4]["register-tile intensity"] == 2.0
+    assert rows[-1]["L2 stage intensity"] == 64 and rows[4]["register-tile intensity"] == 2.0
 
 
 # --------------------------------------------------------------------------- the H200 records

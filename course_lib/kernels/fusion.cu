@@ -277,6 +277,19 @@ extern "C" __global__ void softmax_normalize(float* __restrict__ out, const floa
     }
 }
 
+// The block's row, held in registers as load_row lays it out: y = v / sqrt(mean(v²) + eps) * w, stored.
+__device__ __forceinline__ void normalize_row(float (&v)[ROW_VECS][4], float* __restrict__ y,
+                                              const float* __restrict__ w, int n, float eps, float* scratch) {
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
+    scale_by_weights(v, w, n, r);
+    store_row(y, v, n);
+}
+
 // RMSNorm of each row, y = x / sqrt(mean(x²) + eps) * w, reading the row once (held in registers).
 // Launch: block (T, a multiple of 32, at most 1024), grid (rows); n <= 4 * ROW_VECS * T. w: n floats.
 // Both one-pass kernels are compiled for 1024 threads, at most 64 registers a thread: ROW_VECS = 16
@@ -287,14 +300,67 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __res
     const size_t row = (size_t)blockIdx.x * n;
     float v[ROW_VECS][4];
     load_row(v, in + row, n, 0.f);
-    float ss = 0.f;
+    normalize_row(v, out + row, w, n, eps, scratch);
+}
+
+// The next row's slots copied into shared memory while this row is reduced, scaled and stored: slot j
+// of thread t lands at float4 j * blockDim.x + t, the layout load_row gives the registers. Each thread
+// later reads back only the slots it copied, so its own cp.async.wait_all orders them and no barrier
+// is needed. Slots past n are zero-filled (a source size of 0 reads nothing). Below sm_80 (no
+// cp.async) nothing is prefetched and take_row reads global memory instead. Either way slots past n
+// read as 0, the pad RMSNorm needs.
+__device__ __forceinline__ void prefetch_row(float4* slots, const float* __restrict__ x, int n) {
+#if __CUDA_ARCH__ >= 800
+#pragma unroll 1
+    for (int j = 0; j < ROW_VECS; ++j) {
+        const int slot = j * blockDim.x + threadIdx.x, e0 = 4 * slot;
+        const u32 dst = (u32)__cvta_generic_to_shared(slots + slot);
+        if ((n & 3) == 0) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                         :: "r"(dst), "l"(x + (e0 < n ? e0 : 0)), "r"(e0 < n ? 16 : 0) : "memory");
+        } else {
 #pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
+            for (int e = 0; e < 4; ++e)
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                             :: "r"(dst + 4 * e), "l"(x + (e0 + e < n ? e0 + e : 0)), "r"(e0 + e < n ? 4 : 0) : "memory");
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void take_row(float (&v)[ROW_VECS][4], const float4* slots, const float* __restrict__ x,
+                                         int n) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
 #pragma unroll
-        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
-    const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
-    scale_by_weights(v, w, n, r);
-    store_row(out + row, v, n);
+    for (int j = 0; j < ROW_VECS; ++j) {
+        const int slot = j * blockDim.x + threadIdx.x;
+        const float4 f = slots[slot];
+        v[j][0] = f.x, v[j][1] = f.y, v[j][2] = f.z, v[j][3] = f.w;
+    }
+#else
+    load_row(v, x, n, 0.f);
+#endif
+}
+
+// rmsnorm_one_pass on a persistent grid: each block takes rows blockIdx.x, + gridDim.x, ..., and the
+// copy of its next row into shared memory is in flight while it reduces, scales and stores this one,
+// so an SM that holds one block (a row of 32k floats fills its registers) never waits for a row to
+// arrive after its first. Launch: block (T), grid (at most rows), dynamic shared memory
+// ROW_VECS * T * 16 bytes; n <= 4 * ROW_VECS * T.
+extern "C" __global__ __launch_bounds__(1024) void rmsnorm_prefetch(float* __restrict__ out, const float* __restrict__ in,
+                                            const float* __restrict__ w, int rows, int n, float eps) {
+    extern __shared__ float4 next_row[];
+    __shared__ float scratch[32];
+    int row = blockIdx.x;
+    if (row < rows) prefetch_row(next_row, in + (size_t)row * n, n);
+    for (; row < rows; row += gridDim.x) {
+        float v[ROW_VECS][4];
+        take_row(v, next_row, in + (size_t)row * n, n);
+        if (row + gridDim.x < rows) prefetch_row(next_row, in + (size_t)(row + gridDim.x) * n, n);
+        normalize_row(v, out + (size_t)row * n, w, n, eps, scratch);
+    }
 }
 
 // The two-kernel RMSNorm: each row's 1 / rms, then a second read of the row to scale it.

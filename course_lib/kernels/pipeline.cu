@@ -259,6 +259,82 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_bulk(const float
 #endif
 }
 
+// ---------------------------------------------------------------------------- the proxy race, small
+
+// Two small kernels in which the generic proxy and the async proxy touch the same 4 KiB tile of
+// shared memory (32 x 32 floats), with fence.proxy.async (`proxy_fence` = 1) or without. Each
+// generic access is a 32-way bank conflict (lane l touches word 32 l + k), so when the block passes
+// its barrier a deep queue of them is still waiting to be served: the window in which an async-proxy
+// access that comes after the barrier can overtake them. sm_90+.
+#define RACE_WORDS 1024
+
+// Generic reads, then a TMA refill (write after read). Round r's tile is copied from src + (r % 2)
+// * RACE_WORDS, all 1.0 or all 2.0; each thread reads 32 words of it, then thread 0 refills the
+// tile with the other pattern. A thread whose 32 reads do not sum to 32 x its round's value has read
+// part of the next round's tile; bad counts them (thread-rounds). Launch: any block of whole warps.
+extern "C" __global__ void proxy_refill_race(const float* __restrict__ src, unsigned* bad, int rounds, int proxy_fence) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(128) float tile[RACE_WORDS];
+    __shared__ __align__(8) u64 full;
+    const u32 bar = pl_smem_addr(&full), base = pl_smem_addr(tile);
+    const int lane = threadIdx.x % 32, turn = (threadIdx.x / 32) % 32;
+    auto refill = [&](int round) {
+        pl_mbar_expect_bytes(bar, RACE_WORDS * 4);
+        pl_bulk_copy(base, src + (round & 1) * RACE_WORDS, RACE_WORDS * 4, bar);
+    };
+    if (threadIdx.x == 0) {
+        pl_mbar_init(bar, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) refill(0);
+    unsigned wrong = 0;
+    for (int r = 0; r < rounds; ++r) {
+        pl_mbar_wait(bar, r & 1);
+        float got[32];
+#pragma unroll
+        for (int k = 0; k < 32; ++k)   // volatile asm: the reads are issued here, before the barrier
+            asm volatile("ld.shared.f32 %0, [%1];" : "=f"(got[k]) : "r"(base + 4 * (lane * 32 + ((k + turn) & 31))) : "memory");
+        if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (threadIdx.x == 0 && r + 1 < rounds) refill(r + 1);
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < 32; ++k) sum += got[k];
+        wrong += sum != 32.f * (1 + (r & 1));
+    }
+    if (wrong) atomicAdd(bad, wrong);
+#else
+    __trap();   // cp.async.bulk and mbarrier transaction counts need compute capability 9.0 or newer
+#endif
+}
+
+// Generic writes, then a TMA bulk store (read after write). Each round the block writes 3 r + 1 into
+// every word of the tile, passes a barrier, and thread 0 stores the tile to out[block][r] with
+// cp.async.bulk and waits until the TMA has read it. A word of out that is not 3 r + 1 is stale.
+// Launch: any block of whole warps; out: gridDim.x x rounds x RACE_WORDS floats.
+extern "C" __global__ void proxy_store_race(float* __restrict__ out, int rounds, int proxy_fence) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(128) float tile[RACE_WORDS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int r = 0; r < rounds; ++r) {
+        for (int k = warp; k < 32; k += warps) tile[lane * 32 + k] = (float)(3 * r + 1);
+        if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                         :: "l"(out + ((size_t)blockIdx.x * rounds + r) * RACE_WORDS), "r"(pl_smem_addr(tile)),
+                            "r"(RACE_WORDS * 4) : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // the tile may be rewritten
+        }
+        __syncthreads();
+    }
+#else
+    __trap();   // cp.async.bulk needs compute capability 9.0 or newer
+#endif
+}
+
 // ---------------------------------------------------------------------------- warp specialization
 
 // Launch: block ((1 + SP_CONSUMERS + PL_TRACE) * 32), persistent grid (one block per SM), dynamic
