@@ -2,6 +2,7 @@
 
 nbval executes them (replay mode) in the same test run: see the Makefile's test target."""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -74,6 +75,21 @@ def test_every_reference_solution_passes_its_check(path):
                          for c in cells)
         assert "Correct" in said, f"a reference solution that no check accepted:\n{said[:400]}"
         assert not any(r in said for r in REFUSALS), f"a check refused a reference solution:\n{said[:400]}"
+
+
+# The course's own answer functions: a reference solution that calls one asks the model to answer the
+# model's question, and passes even when the model is wrong.
+MODEL_ANSWERS = (r"\w+_answer\(", r"(?<!\w)binding_roof\(", r"(?<!\w)sectors_of\(", r"(?<!\w)wavefronts_of\(",
+                 r"mystery_lower_bound_s\(", r"MYSTERY_DEFECTS", r"fusion\.ledger\(", r"waves\.quantize\(",
+                 r"(?<!\w)fewest_stages\(")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_reference_solutions_answer_independently_of_the_model(path):
+    for cells in reference_blocks(path):
+        source = "".join("".join(c["source"]) for c in cells)
+        used = [pattern for pattern in MODEL_ANSWERS if re.search(pattern, source)]
+        assert not used, f"a reference solution asks the model for its answer ({', '.join(used)})"
 
 
 def test_each_notebook_but_the_last_links_the_next_one_and_the_readme_links_them_all():
