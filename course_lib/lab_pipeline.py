@@ -515,10 +515,8 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
         case = _fence_case(f"bf16_gemm_mma (tma), n={n}", {"kernel": "bf16_gemm_mma", "n": n}, f"{BF16}.bf16_gemm_mma",
                            t, 2.0 * n ** 3, 6.0 * n * n, outcomes)
         if n == min(gemm_sizes):
-            case.extra["racecheck"] = {
-                label: sanitizer_summary(f"from course_lib import lab_pipeline; "
-                                         f"lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
-                for label, fence in (("with the fence", True), ("without the fence", False))}
+            case.extra["racecheck"] = racecheck_both(
+                lambda fence: f"from course_lib import lab_pipeline; lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
         cases.append(case)
     return cases
 
@@ -568,10 +566,9 @@ def race_cases(launches: list[list[int]], rounds: int, runs: int) -> list[Case]:
                                f"{FAMILY}.{kernel}", t, 0.0, moved, outcomes)
             case.extra["timed"] = "the kernel with the fence, with the host's allocation and check"
             if [threads, per_sm] == launches[0]:
-                case.extra["racecheck"] = {
-                    label: sanitizer_summary(f"from course_lib import lab_pipeline; print('n=' + str("
-                                             f"lab_pipeline.run_race({kernel!r}, {threads}, {sms}, 8, {fence})))")
-                    for label, fence in (("with the fence", True), ("without the fence", False))}
+                case.extra["racecheck"] = racecheck_both(
+                    lambda fence: f"from course_lib import lab_pipeline; print('n=' + str("
+                                  f"lab_pipeline.run_race({kernel!r}, {threads}, {sms}, 8, {fence})))")
             cases.append(case)
     return cases
 
@@ -609,6 +606,12 @@ def run_fence_gemm(n: int, fence: bool) -> None:
     ref = cupy.asarray(torch.mm(_torch_view(a), _torch_view(b)).float())
     err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
     print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance_rel() * float(cupy.abs(ref).max()):.4g})")
+
+
+def racecheck_both(script_for) -> dict:
+    """racecheck's summary of ``script_for(True)`` and ``script_for(False)``: a kernel with the fence and without."""
+    return {label: sanitizer_summary(script_for(fence))
+            for label, fence in (("with the fence", True), ("without the fence", False))}
 
 
 def sanitizer_summary(script: str, tool: str = "racecheck", timeout_s: int = 300) -> dict:
