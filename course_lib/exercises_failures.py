@@ -91,8 +91,8 @@ FAMILY_SCENARIOS = {
 
 
 def check_families(answers) -> Verdict:
-    """Exercise: the family of each scenario in ``FAMILY_SCENARIOS``. Says how many are right and
-    which family names a wrong guess used, never which scenario is wrong, so guessing does not pay."""
+    """Exercise: the family of each scenario in ``FAMILY_SCENARIOS``. Says how many are right, never
+    which scenario is wrong, so guessing one scenario at a time does not pay."""
     from .failures import FAMILIES
 
     if not answers:

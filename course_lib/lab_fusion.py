@@ -668,15 +668,15 @@ def fusion_smoke() -> None:
         soft /= soft.sum(1, keepdims=True)
         rms = xd / cupy.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w
         split = (SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
-        for plan in ("one pass", "two pass") + split:
-            for name, run, ref in (("softmax", lambda: run_softmax(out, x, plan, stats), soft),
-                                   ("rmsnorm", lambda: run_rmsnorm(out, x, w, plan, stats), rms),
-                                   ("rmsnorm", lambda: run_rmsnorm(out, x, w, PREFETCH), rms)):
-                out.fill(np.nan)
-                run()
-                err = float(cupy.abs(out - ref).max())
-                if not err <= 1e-4 * float(cupy.abs(ref).max()):
-                    raise AssertionError(f"{name} {plan} wrong at {rows}x{n}: max error {err}")
+        plans = ("one pass", "two pass") + split
+        runs = [("softmax", p, lambda p=p: run_softmax(out, x, p, stats), soft) for p in plans]
+        runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (PREFETCH,)]
+        for name, plan, run, ref in runs:
+            out.fill(np.nan)
+            run()
+            err = float(cupy.abs(out - ref).max())
+            if not err <= 1e-4 * float(cupy.abs(ref).max()):
+                raise AssertionError(f"{name} {plan} wrong at {rows}x{n}: max error {err}")
     for n in (1, 3, 4, 1001):
         ops = [affine_op(i) for i in range(3)]
         fam = compiled_chain(ops)

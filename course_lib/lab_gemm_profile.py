@@ -156,6 +156,21 @@ def _label(case: Case) -> str:
     return case.name.replace("bf16_gemm_mma", "bf16 mma.sync")
 
 
+def _stall_share(m: dict, stall: str) -> float:
+    """The share of warp cycles (%) a launch's warps spent stalled for ``stall`` (0 if ncu gave none)."""
+    return m[f"smsp__warp_issue_stalled_{stall}_per_warp_active.pct"] or 0.0
+
+
+def _ranked_stalls(m: dict) -> list[str]:
+    return sorted(STALLS, key=lambda s: -_stall_share(m, s))
+
+
+def _conflict_share(m: dict) -> float | None:
+    """Bank-conflict wavefronts over all shared wavefronts, or None for a launch with none."""
+    wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+    return m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] / wavefronts if wavefronts else None
+
+
 @beside_reference
 def stall_rows(result) -> list[dict]:
     """Per kernel: time, achieved occupancy, issue and pipe activity, and the two largest stall reasons."""
@@ -164,16 +179,14 @@ def stall_rows(result) -> list[dict]:
         m = c.extra.get("ncu")
         if not m:
             continue
-        stalls = sorted(STALLS, key=lambda s: -(m[f"smsp__warp_issue_stalled_{s}_per_warp_active.pct"] or 0))
         pct = lambda key: f"{m[key]:.0f}%"  # noqa: E731
         row = {"kernel": _label(c), "µs (ncu)": m["gpu__time_duration.sum"] / 1e3,
                "achieved occupancy": pct("sm__warps_active.avg.pct_of_peak_sustained_active"),
                "issue slots busy": pct("smsp__issue_active.avg.pct_of_peak_sustained_active"),
                "FMA pipe": pct("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
                "tensor pipe": pct("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")}
-        for rank, s in zip(("top stall", "second stall"), stalls[:2]):
-            share = m[f"smsp__warp_issue_stalled_{s}_per_warp_active.pct"]
-            row[rank] = f"{STALL_WORDS[s]} ({s}, {share:.0f}%)"
+        for rank, s in zip(("top stall", "second stall"), _ranked_stalls(m)[:2]):
+            row[rank] = f"{STALL_WORDS[s]} ({s}, {_stall_share(m, s):.0f}%)"
         rows.append(row)
     return rows
 
@@ -188,12 +201,11 @@ def memory_rows(result) -> list[dict]:
         if not m:
             continue
         n, b = c.extra["n"], c.extra["element_bytes"]
-        wavefronts, conflicts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"], m[
-            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"]
+        conflicts = _conflict_share(m)
         dram = m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]
         rows.append({"kernel": _label(c),
-                     "shared wavefronts (M)": wavefronts / 1e6,
-                     "of them bank conflicts": f"{100 * conflicts / wavefronts:.0f}%" if wavefronts else "—",
+                     "shared wavefronts (M)": m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] / 1e6,
+                     "of them bank conflicts": "—" if conflicts is None else f"{100 * conflicts:.0f}%",
                      "L2 GB (ncu)": m["lts__t_bytes.sum"] / 1e9,
                      "L2 GB, tile model (analytic)": model_l2_bytes(c) / 1e9,
                      "DRAM GB (ncu)": dram / 1e9,
@@ -202,10 +214,9 @@ def memory_rows(result) -> list[dict]:
 
 
 def _evidence(m: dict) -> str:
-    top = max(STALLS, key=lambda s: m[f"smsp__warp_issue_stalled_{s}_per_warp_active.pct"] or 0)
-    wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
-    conflicts = m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] / wavefronts if wavefronts else 0.0
-    return (f"top stall: {STALL_WORDS[top]} ({m[f'smsp__warp_issue_stalled_{top}_per_warp_active.pct']:.0f}%); "
+    top = _ranked_stalls(m)[0]
+    conflicts = _conflict_share(m) or 0.0
+    return (f"top stall: {STALL_WORDS[top]} ({_stall_share(m, top):.0f}%); "
             f"FMA pipe {m['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%; "
             f"issue slots {m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%; "
             f"bank conflicts {100 * conflicts:.0f}% of shared wavefronts")

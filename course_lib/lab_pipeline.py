@@ -544,7 +544,8 @@ def run_race(kernel: str, threads: int, blocks: int, rounds: int, fence: bool) -
 
 def race_cases(launches: list[list[int]], rounds: int, runs: int) -> list[Case]:
     """Each small race kernel at each (threads, blocks per SM), ``runs`` launches with the fence and
-    without: the wrong values counted; the fenced kernel's time; racecheck on one unfenced launch."""
+    without: the wrong values counted; the fenced kernel's time; racecheck on one small launch of each
+    kernel, with the fence and without (the first launch shape only)."""
     from .timing import benchmark
 
     sms = _device().sm_count
