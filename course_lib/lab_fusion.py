@@ -6,8 +6,9 @@
 * ``fusion.epilogue``: bias + GELU (+ residual) inside the course's bf16 GEMM (``TC_EPILOGUE``)
   against the plain GEMM and a separate pass, and against cuBLAS with PyTorch's epilogue.
 * ``fusion.reductions``: softmax and RMSNorm rows, one pass (the row held in registers) against two
-  kernels (statistics, then a second read), PyTorch and ``torch.compile``; and rows too long for
-  the registers, where the one-pass kernel spills.
+  kernels (statistics, then a second read), PyTorch and ``torch.compile``; at 16k and 32k also the
+  row split over two blocks, prefetched (RMSNorm) and held half in shared memory; and rows too long
+  for the registers, where the one-pass kernel spills.
 * ``fusion.attention``: the N x N score matrix that naive attention materializes, against
   ``scaled_dot_product_attention``.
 """
@@ -251,16 +252,28 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
 
 # --------------------------------------------------------------------------- the GEMM epilogue
 
-def epilogue_defines(residual: bool, libm_tanh: bool = False) -> dict:
-    return {"TC_EPILOGUE": 2 if residual else 1, **({"TC_GELU_TANHF": 1} if libm_tanh else {})}
+BIAS_ONLY = "course GEMM, fused bias only (no GELU)"
+EPILOGUE_PROFILED = ("course GEMM (plain)", BIAS_ONLY, "course GEMM, fused bias + GELU",
+                     "course GEMM, fused bias + GELU + residual")
+EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
+                    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                    "dram__bytes_read.sum", "dram__bytes_write.sum"]
 
 
-def run_epilogue_gemm(a, b, c, bias, residual=None, copies: str = "auto", libm_tanh: bool = False) -> None:
+def epilogue_defines(residual: bool, libm_tanh: bool = False, gelu: bool = True) -> dict:
+    return {"TC_EPILOGUE": 2 if residual else 1, **({"TC_GELU_TANHF": 1} if libm_tanh else {}),
+            **({} if gelu else {"TC_EPILOGUE_GELU": 0})}
+
+
+def run_epilogue_gemm(a, b, c, bias, residual=None, copies: str = "auto", libm_tanh: bool = False,
+                      gelu: bool = True) -> None:
     """C = GELU(A·B + bias) (+ residual) with the epilogue fused into the bf16 GEMM's stores;
-    ``libm_tanh`` computes GELU's tanh with tanhf instead of the hardware instruction."""
+    ``libm_tanh`` computes GELU's tanh with tanhf instead of the hardware instruction; ``gelu=False``
+    adds the bias (and residual) only."""
     import cupy
 
-    defines = epilogue_defines(residual is not None, libm_tanh)
+    defines = epilogue_defines(residual is not None, libm_tanh, gelu)
     fn = cuda.compile_family(BF16, None, defines_to_options(defines)).function("bf16_gemm_mma")
     null = cupy.zeros(1, dtype=cupy.uint16)
     run_bf16(a, b, c, fn, defines, copies, epilogue_args=(bias, residual if residual is not None else null))
@@ -275,6 +288,28 @@ def run_epilogue_pass(out, c, bias, residual=None) -> None:
     cuda.kernel(FAMILY, "bias_gelu_residual")(
         grid, (BLOCK,), (out, c, bias, residual if residual is not None else np.uint64(0), np.int32(n),
                          np.int64(total)))
+
+
+def _epilogue_inputs(m: int, n: int, k: int):
+    """The experiment's operands, bias and residual (raw bf16), the same for the timed and the profiled runs."""
+    from .lab_gemm import _random
+
+    a, b = to_bf16_bits(_random((m, k), 21)), to_bf16_bits(_random((k, n), 22))
+    return a, b, to_bf16_bits(_random((n,), 23)), to_bf16_bits(_random((m, n), 24))
+
+
+def profile_epilogue(m: int, n: int, k: int) -> None:
+    """The plain GEMM, then bias only, bias + GELU and bias + GELU + residual fused, each launched
+    once: what ncu profiles for ``fusion.epilogue``."""
+    import cupy
+
+    a, b, bias, res = _epilogue_inputs(m, n, k)
+    c = cupy.empty((m, n), dtype=cupy.uint16)
+    run_bf16(a, b, c)
+    run_epilogue_gemm(a, b, c, bias, gelu=False)
+    run_epilogue_gemm(a, b, c, bias)
+    run_epilogue_gemm(a, b, c, bias, res)
+    cupy.cuda.Device().synchronize()
 
 
 def _epilogue_reference(ta, tb, tbias, tres):
@@ -293,15 +328,13 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
     import torch
 
     from .hardware import detect
-    from .lab_gemm import _random
     from .profiler import kernels_launched
     from .timing import benchmark_interleaved
 
     require_bf16_mma(detect().compute_capability)
     cases = []
     for m, n, k in shapes:
-        a, b = to_bf16_bits(_random((m, k), 21)), to_bf16_bits(_random((k, n), 22))
-        bias, res = to_bf16_bits(_random((n,), 23)), to_bf16_bits(_random((m, n), 24))
+        a, b, bias, res = _epilogue_inputs(m, n, k)
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
         ta, tb, tbias, tres = (_torch_view(v) for v in (a, b, bias, res))
         ref_gelu, ref_full = _epilogue_reference(ta, tb, tbias, None), _epilogue_reference(ta, tb, tbias, tres)
@@ -313,6 +346,7 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
         plans = {
             "course GEMM (plain)": (lambda: run_bf16(a, b, c), c, ref_mm),
+            BIAS_ONLY: (lambda: run_epilogue_gemm(a, b, c, bias, gelu=False), c, ref_mm + tbias.double()),
             "course GEMM, fused bias + GELU": (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
             "course GEMM, fused bias + GELU + residual": (lambda: run_epilogue_gemm(a, b, c, bias, res), c, ref_full),
             "course GEMM, fused bias + GELU + residual, libm tanhf": (
@@ -346,7 +380,8 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         for (plan, _), t in zip(plans.items(), times):
             launch = None
             if plan.startswith("course GEMM"):
-                defines = epilogue_defines("residual" in plan, "tanhf" in plan) if "fused" in plan else None
+                defines = (epilogue_defines("residual" in plan, "tanhf" in plan, "no GELU" not in plan)
+                           if "fused" in plan else None)
                 fam = cuda.compile_family(BF16, None, defines_to_options(defines))
                 launch = launch_record(grid, block, fam.resources["bf16_gemm_mma"], smem)
             cases.append(require_passed(Case(
@@ -355,6 +390,12 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
                 2.0 * (m * k + k * n + m * n), checks[plan], launch,
                 extra={"kernels": _kernel_summary(kernels[plan]),
                        **({"torch_compile_unavailable": why_not} if why_not and plan.startswith("cuBLAS +") else {})})))
+        if [m, n, k] == shapes[0]:
+            from . import profiler
+
+            profiled = [next(c for c in cases if c.params == {"shape": [m, n, k], "plan": p}) for p in EPILOGUE_PROFILED]
+            profiler.attach_profiles(profiled, f"from course_lib import lab_fusion; lab_fusion.profile_epilogue({m}, {n}, {k})",
+                                     EPILOGUE_METRICS, "^bf16_gemm_mma$", ["bf16_gemm_mma"] * len(profiled))
     return cases
 
 
@@ -432,10 +473,38 @@ def prefetch_launch(rows: int, n: int) -> tuple[tuple, tuple, int]:
     return (min(rows, per_sm * info.sm_count),), (threads,), smem
 
 
+HALF_SHARED = "one pass, half the row in shared memory"
+HALF_SHARED_THREADS = 512
+
+
+def half_shared_launch(n: int) -> tuple[tuple, int]:
+    """(block, dynamic shared memory) of ``rmsnorm_half_shared`` and ``softmax_half_shared``: enough
+    threads to hold half the row in registers (at most 512, so that two blocks fit on an SM), and
+    shared slots for the rest (none when the row fits in registers)."""
+    per_thread = 4 * _row_vecs_default()
+    if n > 2 * per_thread * HALF_SHARED_THREADS:
+        raise ValueError(f"{HALF_SHARED} holds a row of at most {2 * per_thread * HALF_SHARED_THREADS} floats; "
+                         f"n = {n}. Use the two-pass plan for longer rows.")
+    threads = min(HALF_SHARED_THREADS, row_threads(-(-n // 2)))
+    far = max(0, n - per_thread * threads)
+    return (threads,), (_row_vecs_default() * threads * 16 if far else 0)
+
+
+def _half_shared(name: str, rows: int, n: int, args: tuple) -> None:
+    block, smem = half_shared_launch(n)
+    fn = cuda.kernel(FAMILY, name)
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem   # 64 KiB of slots at 32k, past the default 48 KiB
+    fn((rows,), block, args, shared_mem=smem)
+
+
 def run_softmax(out, x, plan: str, stats=None) -> None:
-    """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass"
-    or ``SPLIT`` (each row's halves on a pair of blocks, sm_90+)."""
+    """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass",
+    ``SPLIT`` (each row's halves on a pair of blocks, sm_90+) or ``HALF_SHARED``."""
     rows, n = x.shape
+    if plan == HALF_SHARED:
+        _half_shared("softmax_half_shared", rows, n, (out, x, np.int32(n)))
+        return
     if plan == SPLIT:
         _split("softmax_split", x, (out, x, np.int32(n)))
         return
@@ -449,8 +518,9 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
 
 
 def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
-    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass", ``SPLIT`` or
-    ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on this one)."""
+    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass", ``SPLIT``,
+    ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on this one)
+    or ``HALF_SHARED`` (half of each row in shared memory, two blocks of 32k rows to an SM)."""
     rows, n = x.shape
     if plan == SPLIT:
         _split("rmsnorm_split", x, (out, x, w, np.int32(n), np.float32(eps)))
@@ -461,6 +531,9 @@ def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
         if fn.max_dynamic_shared_size_bytes < smem:
             fn.max_dynamic_shared_size_bytes = smem   # a 32k row's slots are 128 KiB, past the default 48 KiB
         fn(grid, block, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)), shared_mem=smem)
+        return
+    if plan == HALF_SHARED:
+        _half_shared("rmsnorm_half_shared", rows, n, (out, x, w, np.int32(n), np.float32(eps)))
         return
     if plan == "one pass":
         rv = one_pass_row_vecs(n)
@@ -546,12 +619,14 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
                 course = {p: (lambda p=p: run_softmax(out, x, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits)}
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) +
+                          (HALF_SHARED,) * (n in split_row_lengths)}
                 args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits)}
+                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) +
+                          (HALF_SHARED,) * (n in split_row_lengths)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)
@@ -578,6 +653,12 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                 if plan == f"course {PREFETCH}":
                     grid, block, smem = prefetch_launch(rows, n)
                     launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
+                    extra["row_vecs"] = _row_vecs_default()
+                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
+                elif plan == f"course {HALF_SHARED}":
+                    block, smem = half_shared_launch(n)
+                    launch = launch_record((rows,), block, cuda.compile_family(FAMILY).resources[f"{op}_half_shared"],
+                                           smem)
                     extra["row_vecs"] = _row_vecs_default()
                     extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 elif plan == f"course {SPLIT}":
@@ -651,7 +732,7 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
         "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split",
-        "rmsnorm_prefetch")
+        "rmsnorm_prefetch", "rmsnorm_half_shared", "softmax_half_shared")
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -659,7 +740,7 @@ def fusion_smoke() -> None:
     from .hardware import detect
 
     rng = cupy.random.default_rng(9)
-    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097), (3, 32764)):
+    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097), (2, 16385), (3, 32764), (2, 32767)):
         x = rng.standard_normal((rows, n), dtype=cupy.float32)
         w = rng.random(n, dtype=cupy.float32) + 0.5
         out, stats = cupy.empty_like(x), cupy.empty(2 * rows, dtype=cupy.float32)
@@ -668,7 +749,7 @@ def fusion_smoke() -> None:
         soft /= soft.sum(1, keepdims=True)
         rms = xd / cupy.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w
         split = (SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
-        plans = ("one pass", "two pass") + split
+        plans = ("one pass", "two pass", HALF_SHARED) + split
         runs = [("softmax", p, lambda p=p: run_softmax(out, x, p, stats), soft) for p in plans]
         runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (PREFETCH,)]
         for name, plan, run, ref in runs:
@@ -695,7 +776,10 @@ def fusion_smoke() -> None:
         return
     from .lab_gemm import _random
 
-    for m, n, k in ((1, 1, 1), (127, 129, 65), (33, 1000, 77), (200, 136, 72)):
+    # the last four have whole 128 x 128 tiles (the epilogue's unchecked path) with fewer K tiles
+    # than pipeline slots, as many, and more
+    for m, n, k in ((1, 1, 1), (127, 129, 65), (33, 1000, 77), (200, 136, 72), (384, 256, 192), (256, 264, 200),
+                    (300, 392, 1000)):
         a, b = to_bf16_bits(_random((m, k), 1)), to_bf16_bits(_random((k, n), 2))
         bias, res = to_bf16_bits(_random((n,), 3)), to_bf16_bits(_random((m, n), 4))
         af, bf = bf16_bits_to_float32(a).astype(cupy.float64), bf16_bits_to_float32(b).astype(cupy.float64)
@@ -705,10 +789,11 @@ def fusion_smoke() -> None:
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
         tol = bf16_tolerance_rel() * float(cupy.abs(ref).max())
         for copies in ("cp.async", "auto"):
-            c.fill(0xFFFF)
-            run_epilogue_gemm(a, b, c, bias, res, copies)
-            if not float(cupy.abs(bf16_bits_to_float32(c) - ref).max()) <= tol:
-                raise AssertionError(f"fused epilogue ({copies}) wrong at {m}x{n}x{k}")
+            for gelu, want in ((True, ref), (False, z + bf16_bits_to_float32(res))):
+                c.fill(0xFFFF)
+                run_epilogue_gemm(a, b, c, bias, res, copies, gelu=gelu)
+                if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= tol:
+                    raise AssertionError(f"fused epilogue ({copies}, {'GELU' if gelu else 'no GELU'}) wrong at {m}x{n}x{k}")
         run_bf16(a, b, c)
         out.fill(0xFFFF)
         run_epilogue_pass(out, c, bias, res)
@@ -869,6 +954,28 @@ def epilogue_rows(result) -> list[dict]:
                          "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
                                                if plan.startswith(("cuBLAS", "torch")) else ""),
                          "kernels": c.extra["kernels"]["count"]})
+    return rows
+
+
+@beside_reference
+def epilogue_profile_rows(result) -> list[dict]:
+    """ncu on the course GEMM's epilogue plans at the first shape: instructions executed, how busy the
+    issue slots and tensor pipe were, and DRAM traffic, each beside the plain GEMM's."""
+    shape = result.params["shapes"][0]
+    cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+    plain = cs["course GEMM (plain)"].extra.get("ncu")
+    rows = []
+    for plan in EPILOGUE_PROFILED:
+        nc = cs[plan].extra.get("ncu")
+        if not nc or not plain:
+            rows.append({"plan": plan, "ncu": cs[plan].extra.get("ncu_unavailable", "not profiled")})
+            continue
+        rows.append({"plan": plan, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
+                     "warp instructions (M)": nc["sm__inst_executed.sum"] / 1e6,
+                     "more than plain (M)": (nc["sm__inst_executed.sum"] - plain["sm__inst_executed.sum"]) / 1e6,
+                     "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+                     "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+                     "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6})
     return rows
 
 

@@ -363,6 +363,147 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_prefetch(float* __res
     }
 }
 
+// ---- rows in registers and shared memory: two blocks of 32k floats to an SM
+//
+// One-pass kernels for rows too long for a block of 512 threads to hold in registers: the first
+// 4 * ROW_VECS * T floats of the row (the near part) sit in registers, the rest (the far part, up to
+// as many again) in shared memory, copied there with cp.async while the near part loads. At 512
+// threads and 64 KiB of shared memory a block, two blocks fit on an SM, each with a whole 32k row,
+// so one block's reduction and stores can overlap the other's loads; a 1,024-thread block holding
+// the row in registers alone is the only block on its SM. The far part is used straight from shared
+// memory, never loaded into registers beside the near part (that would not fit). Each thread reads
+// back only the slots it copied, so no barrier orders them. Launch: block (T), grid (rows), dynamic
+// shared memory ROW_VECS * T * 16 bytes when the row has a far part (else none); n <= 8 * ROW_VECS * T.
+
+__device__ __forceinline__ int near_part(int n) { return min(n, 4 * ROW_VECS * (int)blockDim.x); }
+
+// Slot j of this thread in the far part, as prefetch_row laid it out (below sm_80, read from x).
+__device__ __forceinline__ int far_slot(int j) { return j * blockDim.x + threadIdx.x; }
+
+__device__ __forceinline__ float4 copied_slot(const float4* slots, const float* __restrict__ x, int slot, int n) {
+#if __CUDA_ARCH__ >= 800
+    return slots[slot];
+#else
+    const int e0 = 4 * slot;
+    float f[4];
+    for (int e = 0; e < 4; ++e) f[e] = e0 + e < n ? x[e0 + e] : 0.f;
+    return make_float4(f[0], f[1], f[2], f[3]);
+#endif
+}
+
+__device__ __forceinline__ void wait_copies() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// y[e0 .. e0 + 3] = f * scale (* w[e0 ..] when w is given), elements at or past n left alone.
+__device__ __forceinline__ void store_scaled(float* __restrict__ y, const float* __restrict__ w, float4 f, float scale,
+                                             int e0, int n, bool aligned) {
+    if (aligned && e0 + 3 < n) {
+        const float4 g = w ? *reinterpret_cast<const float4*>(w + e0) : make_float4(1.f, 1.f, 1.f, 1.f);
+        *reinterpret_cast<float4*>(y + e0) =
+            make_float4(f.x * (scale * g.x), f.y * (scale * g.y), f.z * (scale * g.z), f.w * (scale * g.w));
+        return;
+    }
+    const float fe[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+        if (e0 + e < n) y[e0 + e] = fe[e] * (w ? scale * w[e0 + e] : scale);
+}
+
+extern "C" __global__ __launch_bounds__(512, 2) void rmsnorm_half_shared(float* __restrict__ out,
+                                                                      const float* __restrict__ in,
+                                                                      const float* __restrict__ w, int n, float eps) {
+    extern __shared__ float4 far_slots[];
+    __shared__ float scratch[32];
+    const int near = near_part(n), far = n - near;
+    const bool aligned = (n & 3) == 0;   // the far part starts at a multiple of 4: aligned when rows are
+    const float* x = in + (size_t)blockIdx.x * n;
+    float* y = out + (size_t)blockIdx.x * n;
+    if (far > 0) prefetch_row(far_slots, x + near, far);
+    float v[ROW_VECS][4];
+    load_row(v, x, near, 0.f, aligned);
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    if (far > 0) {
+        wait_copies();
+#pragma unroll
+        for (int j = 0; j < ROW_VECS; ++j) {   // slots past n were zero-filled: they add nothing
+            const float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
+            ss = fmaf(f.x, f.x, fmaf(f.y, f.y, fmaf(f.z, f.z, fmaf(f.w, f.w, ss))));
+        }
+    }
+    const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
+    scale_by_weights(v, w, near, r);
+    store_row(y, v, near, aligned);
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+        if (4 * far_slot(j) < far)
+            store_scaled(y + near, w + near, copied_slot(far_slots, x + near, far_slot(j), far), r, 4 * far_slot(j),
+                         far, aligned);
+}
+
+// Softmax the same way: the far part's exponentials are written back over their own slots.
+extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* __restrict__ out,
+                                                                      const float* __restrict__ in, int n) {
+    extern __shared__ float4 far_slots[];
+    __shared__ MaxSum scratch[32];
+    const int near = near_part(n), far = n - near;
+    const bool aligned = (n & 3) == 0;
+    const float* x = in + (size_t)blockIdx.x * n;
+    float* y = out + (size_t)blockIdx.x * n;
+    if (far > 0) prefetch_row(far_slots, x + near, far);
+    float v[ROW_VECS][4];
+    load_row(v, x, near, NEG_INF, aligned);
+    float m = NEG_INF;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    if (far > 0) {
+        wait_copies();
+#pragma unroll 1
+        for (int j = 0; j < ROW_VECS; ++j) {   // zero-filled slots past n are not values: skip them
+            const float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
+            const int e0 = 4 * far_slot(j);
+            m = fmaxf(m, fmaxf(fmaxf(e0 < far ? f.x : NEG_INF, e0 + 1 < far ? f.y : NEG_INF),
+                               fmaxf(e0 + 2 < far ? f.z : NEG_INF, e0 + 3 < far ? f.w : NEG_INF)));
+        }
+    }
+    const float m_thread = m == NEG_INF ? 0.f : m;   // a thread with no values: exp(-inf - 0) = 0
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    if (far > 0) {
+#pragma unroll 1
+        for (int j = 0; j < ROW_VECS; ++j) {
+            const int e0 = 4 * far_slot(j);
+            if (e0 >= far) break;
+            float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
+            f = make_float4(__expf(f.x - m_thread), e0 + 1 < far ? __expf(f.y - m_thread) : 0.f,
+                            e0 + 2 < far ? __expf(f.z - m_thread) : 0.f, e0 + 3 < far ? __expf(f.w - m_thread) : 0.f);
+            s += (f.x + f.y) + (f.z + f.w);
+            far_slots[far_slot(j)] = f;   // below sm_80 nothing was copied, and the slots are written here first
+        }
+    }
+    const MaxSum row_ms = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
+    const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    store_row(y, v, near, aligned);
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+        if (4 * far_slot(j) < far) store_scaled(y + near, nullptr, far_slots[far_slot(j)], scale, 4 * far_slot(j), far, aligned);
+}
+
 // The two-kernel RMSNorm: each row's 1 / rms, then a second read of the row to scale it.
 extern "C" __global__ void rmsnorm_row_stats(float* __restrict__ inv_rms, const float* __restrict__ in, int n,
                                              float eps) {
@@ -392,7 +533,7 @@ extern "C" __global__ void rmsnorm_normalize(float* __restrict__ out, const floa
         float4* y = reinterpret_cast<float4*>(out + row);
         for (int i = threadIdx.x; i < n / 4; i += blockDim.x) {
             float4 f = x[i], g = w4[i];
-            y[i] = make_float4(f.x * r * g.x, f.y * r * g.y, f.z * r * g.z, f.w * r * g.w);
+            y[i] = make_float4(f.x * (r * g.x), f.y * (r * g.y), f.z * (r * g.z), f.w * (r * g.w));
         }
     } else {
         for (int e = threadIdx.x; e < n; e += blockDim.x) out[row + e] = in[row + e] * r * w[e];
@@ -409,11 +550,12 @@ __device__ __forceinline__ bf16_raw float_to_bf16(float x) {   // round to neare
     return r;
 }
 
-// GELU, tanh form, the same expression as gemm_bf16.cu's fused epilogue (the hardware tanh).
+// GELU, tanh form, folded as in gemm_bf16.cu's fused epilogue (the hardware tanh).
 __device__ __forceinline__ float gelu_tanh(float x) {
+    const float h = 0.5f * x;
     float t;
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    return 0.5f * x * (1.f + t);
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(x * fmaf(0.035677408136300125f, x * x, 0.7978845608028654f)));
+    return fmaf(h, t, h);
 }
 
 // The epilogue as its own pass over a GEMM's bf16 output: out = GELU(c + bias[col]) + residual.

@@ -66,6 +66,9 @@
 #ifndef TC_PROXY_FENCE
 #define TC_PROXY_FENCE 1 // 0: leave out the TMA path's proxy fence (notebook 09 shows what goes wrong)
 #endif
+#ifndef TC_EPILOGUE_GELU
+#define TC_EPILOGUE_GELU 1 // 0: the fused epilogue adds the bias (and residual) but applies no GELU
+#endif
 #ifndef TC_GELU_TANHF
 #define TC_GELU_TANHF 0  // 1: the epilogue's GELU calls tanhf rather than the hardware tanh
 #endif
@@ -145,19 +148,26 @@ __device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_fl
 // GELU, tanh form (torch.nn.functional.gelu(approximate="tanh")), with the hardware tanh
 // (tanh.approx.f32, one MUFU instruction, relative error about 2^-11, below bf16's 2^-8): tanhf's
 // dozens of dependent instructions per output cost more than the GEMM itself at small K here.
+// Folded, u = x·(k + k·0.044715·x²) and GELU = h + h·tanh(u) with h = x/2: five fp32 instructions
+// and the tanh. Written as 0.5·x·(1 + tanh(k·(x + 0.044715·x³))) it compiles to seven, because the
+// compiler may not reassociate float arithmetic.
 __device__ __forceinline__ float gelu_tanh(float x) {
-    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-#if TC_GELU_TANHF   // the libm tanhf instead: notebook 08 measures what it costs
-    return 0.5f * x * (1.f + tanhf(u));
-#else
+    const float h = 0.5f * x, u = x * fmaf(0.035677408136300125f, x * x, 0.7978845608028654f);
     float t;
+#if TC_GELU_TANHF   // the libm tanhf instead: notebook 08 measures what it costs
+    t = tanhf(u);
+#else
     asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-    return 0.5f * x * (1.f + t);
 #endif
+    return fmaf(h, t, h);
 }
 
+// What the fused epilogue applies after the bias: GELU, or nothing (TC_EPILOGUE_GELU 0, bias only:
+// notebook 08 measures the GELU's arithmetic apart from the bias's loads).
+__device__ __forceinline__ float activation(float x) { return TC_EPILOGUE_GELU ? gelu_tanh(x) : x; }
+
 // The fused epilogue on a pair of outputs (row r, columns c and c + 1) before they are rounded to
-// bf16: + bias[c], GELU, then + residual[r][c] (TC_EPILOGUE 2). Columns at or past N are left alone.
+// bf16: + bias[c], the activation, then + residual[r][c] (TC_EPILOGUE 2). Columns at or past N are left alone.
 __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c, int N,
                                               const bf16_raw* __restrict__ bias,
                                               const bf16_raw* __restrict__ residual) {
@@ -165,8 +175,8 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
     const bf16_raw* res = residual + (size_t)r * N + c;
     if (c + 1 < N && (N & 1) == 0) {   // both in range, 4-byte aligned: one load of each pair
         u32 b2 = *reinterpret_cast<const u32*>(bias + c);
-        x0 = gelu_tanh(x0 + __uint_as_float(b2 << 16));
-        x1 = gelu_tanh(x1 + __uint_as_float(b2 & 0xffff0000u));
+        x0 = activation(x0 + __uint_as_float(b2 << 16));
+        x1 = activation(x1 + __uint_as_float(b2 & 0xffff0000u));
         if (TC_EPILOGUE == 2) {
             u32 r2 = *reinterpret_cast<const u32*>(res);
             x0 += __uint_as_float(r2 << 16);
@@ -174,8 +184,8 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
         }
         return;
     }
-    if (c < N) x0 = gelu_tanh(x0 + bf16_to_float(bias[c])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[0]) : 0.f);
-    if (c + 1 < N) x1 = gelu_tanh(x1 + bf16_to_float(bias[c + 1])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[1]) : 0.f);
+    if (c < N) x0 = activation(x0 + bf16_to_float(bias[c])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[0]) : 0.f);
+    if (c + 1 < N) x1 = activation(x1 + bf16_to_float(bias[c + 1])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[1]) : 0.f);
 }
 
 // One 16-byte chunk (8 bf16) of row `row`, columns col..col+7, of a rows x cols
@@ -519,8 +529,8 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                 for (int j = 0; j < NT8; ++j) {
                     float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
                     if (TC_EPILOGUE) {
-                        x0 = gelu_tanh(x0 + __uint_as_float(bias2[j] << 16));
-                        x1 = gelu_tanh(x1 + __uint_as_float(bias2[j] & 0xffff0000u));
+                        x0 = activation(x0 + __uint_as_float(bias2[j] << 16));
+                        x1 = activation(x1 + __uint_as_float(bias2[j] & 0xffff0000u));
                     }
                     if (TC_EPILOGUE == 2) {
                         x0 += __uint_as_float(res2[j] << 16);
