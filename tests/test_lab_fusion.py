@@ -137,15 +137,48 @@ def test_recorded_spills_make_the_one_pass_kernel_lose(reductions):
         assert one["DRAM MB (ncu)"] > two["DRAM MB (ncu)"] and one["ledger MB (analytic)"] < two["ledger MB (analytic)"]
 
 
-def test_recorded_epilogue_plans_launch_what_they_say():
-    epi = experiments.replay("fusion.epilogue", experiments.resolve_params("fusion.epilogue"))
-    rows = lab_fusion.epilogue_rows(epi)
+@pytest.fixture(scope="module")
+def epilogue():
+    return experiments.replay("fusion.epilogue", experiments.resolve_params("fusion.epilogue"), "h200")
+
+
+def _over_plain(rows, plan: str, shape: str = "4096x4096x4096") -> float:
+    return next(float(r["over the plain course GEMM"].rstrip("%")) for r in rows
+                if r["plan"] == plan and r["M x N x K"] == shape)
+
+
+def test_recorded_epilogue_plans_launch_what_they_say(epilogue):
+    rows = lab_fusion.epilogue_rows(epilogue)
     kernels = {r["plan"]: r["kernels"] for r in rows}
     assert kernels["course GEMM, fused bias + GELU + residual"] == 1
+    assert kernels[lab_fusion.BIAS_ONLY] == 1
     assert kernels["course GEMM + separate epilogue pass"] == 2
-    fused = [float(r["over the plain course GEMM"].rstrip("%")) for r in rows
-             if r["plan"] == "course GEMM, fused bias + GELU" and r["M x N x K"] == "4096x4096x4096"]
-    assert fused[0] <= 5.0
+
+
+def test_recorded_fused_bias_and_gelu_cost_at_most_3_percent_at_4096(epilogue):
+    """The target notebook 08 meets for bias + GELU; with the residual it is missed (about 4%), and
+    the test holds that too, so a record that changes either finding fails here."""
+    rows = lab_fusion.epilogue_rows(epilogue)
+    assert _over_plain(rows, "course GEMM, fused bias + GELU") <= 3.0
+    assert 3.0 < _over_plain(rows, "course GEMM, fused bias + GELU + residual") < 6.0
+    assert _over_plain(rows, lab_fusion.BIAS_ONLY) < 1.0
+
+
+def test_recorded_epilogue_profile_counts_each_addition(epilogue):
+    """ncu's evidence in notebook 08: the bias adds few instructions, GELU several times more, the
+    residual more again and its 32 MiB in DRAM reads; the tensor pipe is busy less as they grow."""
+    rows = {r["plan"]: r for r in lab_fusion.epilogue_profile_rows(epilogue)}
+    extra = [rows[p]["more than plain (M)"] for p in lab_fusion.EPILOGUE_PROFILED]
+    assert extra[0] == 0 and extra[1] < 1 < 3 < extra[2] < extra[3]
+    res, gelu = rows["course GEMM, fused bias + GELU + residual"], rows["course GEMM, fused bias + GELU"]
+    assert 30 < res["DRAM read MB"] - gelu["DRAM read MB"] < 40   # the residual: 4096² bf16 = 33.6 MB
+    assert res["tensor pipe busy %"] < gelu["tensor pipe busy %"] < rows["course GEMM (plain)"]["tensor pipe busy %"]
+
+
+def test_epilogue_defines_name_the_variant():
+    assert lab_fusion.epilogue_defines(False) == {"TC_EPILOGUE": 1}
+    assert lab_fusion.epilogue_defines(True, gelu=False) == {"TC_EPILOGUE": 2, "TC_EPILOGUE_GELU": 0}
+    assert lab_fusion.epilogue_defines(True, libm_tanh=True) == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
 
 
 def test_recorded_attention_gap_grows_with_the_sequence():
@@ -189,3 +222,22 @@ def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
     row = next(r for r in lab_fusion.reduction_rows(red, "rmsnorm") if r["row length"] == 32768)
     one, pre = row["course one pass, % of copy"], row[f"course {lab_fusion.PREFETCH}, % of copy"]
     assert abs(one - pre) < 2 and pre < 85
+
+
+def test_half_shared_rows_take_512_threads_and_shared_slots_only_when_needed():
+    assert lab_fusion.half_shared_launch(32768) == ((512,), 8 * 512 * 16)    # 16k in registers, 16k shared
+    assert lab_fusion.half_shared_launch(16384) == ((256,), 8 * 256 * 16)
+    assert lab_fusion.half_shared_launch(1000) == ((32,), 0)                 # fits the registers alone
+    with pytest.raises(ValueError, match="two-pass"):
+        lab_fusion.half_shared_launch(32769)
+
+
+def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
+    """Two 32k rows to an SM (half of each in shared memory) reach the 85% of the copy that the
+    one-pass kernels, the split and the prefetch miss there, and beat PyTorch and torch.compile."""
+    for op in ("softmax", "rmsnorm"):
+        row = next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
+        half = row[f"course {lab_fusion.HALF_SHARED}, % of copy"]
+        assert half >= 85 and half > row["course one pass, % of copy"] + 3, row
+        others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
+        assert half >= max(others), row
