@@ -63,6 +63,33 @@ struct Merge {
     __device__ MaxSum operator()(MaxSum a, MaxSum b) const { return merge(a, b); }
 };
 
+// A softmax thread's steps on its slots: their maximum; v = exp(v - shift) in place, returning the
+// sum; v *= scale.
+__device__ __forceinline__ float slots_max(const float (&v)[ROW_VECS][4]) {
+    float m = NEG_INF;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    return m;
+}
+
+__device__ __forceinline__ float exp_slots(float (&v)[ROW_VECS][4], float shift) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - shift));
+    return s;
+}
+
+__device__ __forceinline__ void scale_slots(float (&v)[ROW_VECS][4], float scale) {
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+}
+
 // Thread t's slots of a row held in registers: float4 number j * blockDim.x + t, so a warp's loads
 // are consecutive 16-byte chunks. Elements past n read as `pad`. float4 moves need x 16-byte
 // aligned: `aligned` says so (a whole row of n % 4 == 0 floats is; a split row's half needs the row's n).
@@ -123,22 +150,12 @@ extern "C" __global__ __launch_bounds__(1024) void softmax_one_pass(float* __res
     const size_t row = (size_t)blockIdx.x * n;
     float v[ROW_VECS][4];
     load_row(v, in + row, n, NEG_INF);
-    float m = NEG_INF, s = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    const float m = slots_max(v);
     const float m_thread = m == NEG_INF ? 0.f : m;   // a thread with no values: exp(-inf - 0) = 0
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    const float s = exp_slots(v, m_thread);
     const MaxSum row_ms = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
     const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    scale_slots(v, scale);
     store_row(out + row, v, n);
 }
 
@@ -186,26 +203,16 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR softmax_split(
     const size_t first = (size_t)(blockIdx.x / 2) * n + start;
     float v[ROW_VECS][4];
     load_row(v, in + first, len, NEG_INF, (n & 3) == 0);
-    float m = NEG_INF, s = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    const float m = slots_max(v);
     const float m_thread = m == NEG_INF ? 0.f : m;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    const float s = exp_slots(v, m_thread);
     const MaxSum mine = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
     if (threadIdx.x == 0) part[0] = mine.m, part[1] = mine.s;
     cluster_barrier();
     const MaxSum row_ms = merge(mine, MaxSum{peer_float(&part[0]), peer_float(&part[1])});
     cluster_barrier();   // the peer has read this block's part: either may now leave
     const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    scale_slots(v, scale);
     store_row(out + first, v, len, (n & 3) == 0);
 #else
     __trap();   // clusters need compute capability 9.0 or newer
@@ -459,11 +466,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
     if (far > 0) prefetch_row(far_slots, x + near, far);
     float v[ROW_VECS][4];
     load_row(v, x, near, NEG_INF, aligned);
-    float m = NEG_INF;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) m = fmaxf(m, v[j][e]);
+    float m = slots_max(v);
     if (far > 0) {
         wait_copies();
 #pragma unroll 1
@@ -475,11 +478,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
         }
     }
     const float m_thread = m == NEG_INF ? 0.f : m;   // a thread with no values: exp(-inf - 0) = 0
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s += (v[j][e] = __expf(v[j][e] - m_thread));
+    float s = exp_slots(v, m_thread);
     if (far > 0) {
 #pragma unroll 1
         for (int j = 0; j < ROW_VECS; ++j) {
@@ -494,10 +493,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
     }
     const MaxSum row_ms = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
     const float scale = __expf(m_thread - row_ms.m) / row_ms.s;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) v[j][e] *= scale;
+    scale_slots(v, scale);
     store_row(y, v, near, aligned);
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j)
