@@ -490,12 +490,17 @@ def half_shared_launch(n: int) -> tuple[tuple, int]:
     return (threads,), (_row_vecs_default() * threads * 16 if far else 0)
 
 
-def _half_shared(name: str, rows: int, n: int, args: tuple) -> None:
-    block, smem = half_shared_launch(n)
+def _launch_with_slots(name: str, grid: tuple, block: tuple, smem: int, args: tuple) -> None:
+    """A row kernel whose shared slots may pass the default 48 KiB (a 32k row's are 64 or 128 KiB)."""
     fn = cuda.kernel(FAMILY, name)
     if fn.max_dynamic_shared_size_bytes < smem:
-        fn.max_dynamic_shared_size_bytes = smem   # 64 KiB of slots at 32k, past the default 48 KiB
-    fn((rows,), block, args, shared_mem=smem)
+        fn.max_dynamic_shared_size_bytes = smem
+    fn(grid, block, args, shared_mem=smem)
+
+
+def _half_shared(name: str, rows: int, n: int, args: tuple) -> None:
+    block, smem = half_shared_launch(n)
+    _launch_with_slots(name, (rows,), block, smem, args)
 
 
 def run_softmax(out, x, plan: str, stats=None) -> None:
@@ -527,10 +532,7 @@ def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
         return
     if plan == PREFETCH:
         grid, block, smem = prefetch_launch(rows, n)
-        fn = cuda.kernel(FAMILY, "rmsnorm_prefetch")
-        if fn.max_dynamic_shared_size_bytes < smem:
-            fn.max_dynamic_shared_size_bytes = smem   # a 32k row's slots are 128 KiB, past the default 48 KiB
-        fn(grid, block, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)), shared_mem=smem)
+        _launch_with_slots("rmsnorm_prefetch", grid, block, smem, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)))
         return
     if plan == HALF_SHARED:
         _half_shared("rmsnorm_half_shared", rows, n, (out, x, w, np.int32(n), np.float32(eps)))
@@ -653,19 +655,13 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                 if plan == f"course {PREFETCH}":
                     grid, block, smem = prefetch_launch(rows, n)
                     launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
-                    extra["row_vecs"] = _row_vecs_default()
-                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 elif plan == f"course {HALF_SHARED}":
                     block, smem = half_shared_launch(n)
                     launch = launch_record((rows,), block, cuda.compile_family(FAMILY).resources[f"{op}_half_shared"],
                                            smem)
-                    extra["row_vecs"] = _row_vecs_default()
-                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 elif plan == f"course {SPLIT}":
                     launch = launch_record((2 * rows,), (split_threads(n),),
                                            cuda.compile_family(FAMILY).resources[f"{op}_split"])
-                    extra["row_vecs"] = _row_vecs_default()
-                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 elif plan.startswith("course"):
                     one = plan == "course one pass"
                     kname = f"{op}_one_pass" if one else f"{op}_row_stats"
@@ -674,6 +670,9 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                     launch = launch_record((rows,), (threads,), fam.resources[kname])
                     extra["row_vecs"] = one_pass_row_vecs(n) if one else None
                     extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
+                if plan in (f"course {PREFETCH}", f"course {HALF_SHARED}", f"course {SPLIT}"):   # one pass, another layout
+                    extra["row_vecs"] = _row_vecs_default()
+                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 if why_not and plan.startswith("PyTorch"):
                     extra["torch_compile_unavailable"] = why_not
                 case = Case(f"{op} n={n}: {plan}", {"op": op, "n": n, "plan": plan}, plan, list(t.samples_s),

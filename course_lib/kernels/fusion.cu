@@ -63,6 +63,20 @@ struct Merge {
     __device__ MaxSum operator()(MaxSum a, MaxSum b) const { return merge(a, b); }
 };
 
+// Thread t's slot j of a row: float4 number j * blockDim.x + t, so a warp's slots are consecutive
+// 16-byte chunks. Every row kernel lays its registers (and shared copies) out this way.
+__device__ __forceinline__ int thread_slot(int j) { return j * blockDim.x + threadIdx.x; }
+
+// The sum of squares of a thread's slots (RMSNorm's statistic before the block's reduction).
+__device__ __forceinline__ float sum_squares(const float (&v)[ROW_VECS][4]) {
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < ROW_VECS; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    return ss;
+}
+
 // A softmax thread's steps on its slots: their maximum; v = exp(v - shift) in place, returning the
 // sum; v *= scale.
 __device__ __forceinline__ float slots_max(const float (&v)[ROW_VECS][4]) {
@@ -90,14 +104,13 @@ __device__ __forceinline__ void scale_slots(float (&v)[ROW_VECS][4], float scale
         for (int e = 0; e < 4; ++e) v[j][e] *= scale;
 }
 
-// Thread t's slots of a row held in registers: float4 number j * blockDim.x + t, so a warp's loads
-// are consecutive 16-byte chunks. Elements past n read as `pad`. float4 moves need x 16-byte
+// A row into this thread's slots (thread_slot's layout). Elements past n read as `pad`. float4 moves need x 16-byte
 // aligned: `aligned` says so (a whole row of n % 4 == 0 floats is; a split row's half needs the row's n).
 __device__ __forceinline__ void load_row(float (&v)[ROW_VECS][4], const float* __restrict__ x, int n, float pad,
                                          bool aligned = true) {
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
-        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        int e0 = 4 * thread_slot(j);
         if (aligned && (n & 3) == 0 && e0 < n) {
             float4 f = *reinterpret_cast<const float4*>(x + e0);
             v[j][0] = f.x, v[j][1] = f.y, v[j][2] = f.z, v[j][3] = f.w;
@@ -112,7 +125,7 @@ __device__ __forceinline__ void store_row(float* __restrict__ y, const float (&v
                                           bool aligned = true) {
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
-        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        int e0 = 4 * thread_slot(j);
         if (aligned && (n & 3) == 0 && e0 < n) {
             *reinterpret_cast<float4*>(y + e0) = make_float4(v[j][0], v[j][1], v[j][2], v[j][3]);
         } else {
@@ -129,7 +142,7 @@ __device__ __forceinline__ void scale_by_weights(float (&v)[ROW_VECS][4], const 
                                                  float r) {
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
-        int e0 = 4 * (j * blockDim.x + threadIdx.x);
+        int e0 = 4 * thread_slot(j);
         if ((n & 3) == 0 && e0 < n) {
             float4 g = *reinterpret_cast<const float4*>(w + e0);
             v[j][0] *= r * g.x, v[j][1] *= r * g.y, v[j][2] *= r * g.z, v[j][3] *= r * g.w;
@@ -230,12 +243,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void CLUSTER_PAIR rmsnorm_split(
     const size_t first = (size_t)(blockIdx.x / 2) * n + cluster_rank() * split_half(n);
     float v[ROW_VECS][4];
     load_row(v, in + first, len, 0.f, (n & 3) == 0);
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
-    const float mine = block_all_reduce(ss, Add{}, scratch);
+    const float mine = block_all_reduce(sum_squares(v), Add{}, scratch);
     if (threadIdx.x == 0) part[0] = mine;
     cluster_barrier();
     const float r = rsqrtf((mine + peer_float(&part[0])) / n + eps);
@@ -287,12 +295,7 @@ extern "C" __global__ void softmax_normalize(float* __restrict__ out, const floa
 // The block's row, held in registers as load_row lays it out: y = v / sqrt(mean(v²) + eps) * w, stored.
 __device__ __forceinline__ void normalize_row(float (&v)[ROW_VECS][4], float* __restrict__ y,
                                               const float* __restrict__ w, int n, float eps, float* scratch) {
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
-    const float r = rsqrtf(block_all_reduce(ss, Add{}, scratch) / n + eps);
+    const float r = rsqrtf(block_all_reduce(sum_squares(v), Add{}, scratch) / n + eps);
     scale_by_weights(v, w, n, r);
     store_row(y, v, n);
 }
@@ -320,7 +323,7 @@ __device__ __forceinline__ void prefetch_row(float4* slots, const float* __restr
 #if __CUDA_ARCH__ >= 800
 #pragma unroll 1
     for (int j = 0; j < ROW_VECS; ++j) {
-        const int slot = j * blockDim.x + threadIdx.x, e0 = 4 * slot;
+        const int slot = j * blockDim.x + threadIdx.x, e0 = 4 * slot;   // thread_slot(j), written out: the SASS the records ran
         const u32 dst = (u32)__cvta_generic_to_shared(slots + slot);
         if ((n & 3) == 0) {
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
@@ -336,14 +339,20 @@ __device__ __forceinline__ void prefetch_row(float4* slots, const float* __restr
 #endif
 }
 
+// This thread's cp.async copies have landed (nothing to wait for below sm_80).
+__device__ __forceinline__ void wait_copies() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void take_row(float (&v)[ROW_VECS][4], const float4* slots, const float* __restrict__ x,
                                          int n) {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    wait_copies();
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j) {
-        const int slot = j * blockDim.x + threadIdx.x;
-        const float4 f = slots[slot];
+        const float4 f = slots[thread_slot(j)];
         v[j][0] = f.x, v[j][1] = f.y, v[j][2] = f.z, v[j][3] = f.w;
     }
 #else
@@ -384,9 +393,6 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_prefetch(float* __res
 
 __device__ __forceinline__ int near_part(int n) { return min(n, 4 * ROW_VECS * (int)blockDim.x); }
 
-// Slot j of this thread in the far part, as prefetch_row laid it out (below sm_80, read from x).
-__device__ __forceinline__ int far_slot(int j) { return j * blockDim.x + threadIdx.x; }
-
 __device__ __forceinline__ float4 copied_slot(const float4* slots, const float* __restrict__ x, int slot, int n) {
 #if __CUDA_ARCH__ >= 800
     return slots[slot];
@@ -395,12 +401,6 @@ __device__ __forceinline__ float4 copied_slot(const float4* slots, const float* 
     float f[4];
     for (int e = 0; e < 4; ++e) f[e] = e0 + e < n ? x[e0 + e] : 0.f;
     return make_float4(f[0], f[1], f[2], f[3]);
-#endif
-}
-
-__device__ __forceinline__ void wait_copies() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
 
@@ -431,16 +431,12 @@ extern "C" __global__ __launch_bounds__(512, 2) void rmsnorm_half_shared(float* 
     if (far > 0) prefetch_row(far_slots, x + near, far);
     float v[ROW_VECS][4];
     load_row(v, x, near, 0.f, aligned);
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < ROW_VECS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ss = fmaf(v[j][e], v[j][e], ss);
+    float ss = sum_squares(v);
     if (far > 0) {
         wait_copies();
 #pragma unroll
         for (int j = 0; j < ROW_VECS; ++j) {   // slots past n were zero-filled: they add nothing
-            const float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
+            const float4 f = copied_slot(far_slots, x + near, thread_slot(j), far);
             ss = fmaf(f.x, f.x, fmaf(f.y, f.y, fmaf(f.z, f.z, fmaf(f.w, f.w, ss))));
         }
     }
@@ -449,8 +445,8 @@ extern "C" __global__ __launch_bounds__(512, 2) void rmsnorm_half_shared(float* 
     store_row(y, v, near, aligned);
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j)
-        if (4 * far_slot(j) < far)
-            store_scaled(y + near, w + near, copied_slot(far_slots, x + near, far_slot(j), far), r, 4 * far_slot(j),
+        if (4 * thread_slot(j) < far)
+            store_scaled(y + near, w + near, copied_slot(far_slots, x + near, thread_slot(j), far), r, 4 * thread_slot(j),
                          far, aligned);
 }
 
@@ -471,8 +467,8 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
         wait_copies();
 #pragma unroll 1
         for (int j = 0; j < ROW_VECS; ++j) {   // zero-filled slots past n are not values: skip them
-            const float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
-            const int e0 = 4 * far_slot(j);
+            const float4 f = copied_slot(far_slots, x + near, thread_slot(j), far);
+            const int e0 = 4 * thread_slot(j);
             m = fmaxf(m, fmaxf(fmaxf(e0 < far ? f.x : NEG_INF, e0 + 1 < far ? f.y : NEG_INF),
                                fmaxf(e0 + 2 < far ? f.z : NEG_INF, e0 + 3 < far ? f.w : NEG_INF)));
         }
@@ -482,13 +478,13 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
     if (far > 0) {
 #pragma unroll 1
         for (int j = 0; j < ROW_VECS; ++j) {
-            const int e0 = 4 * far_slot(j);
+            const int e0 = 4 * thread_slot(j);
             if (e0 >= far) break;
-            float4 f = copied_slot(far_slots, x + near, far_slot(j), far);
+            float4 f = copied_slot(far_slots, x + near, thread_slot(j), far);
             f = make_float4(__expf(f.x - m_thread), e0 + 1 < far ? __expf(f.y - m_thread) : 0.f,
                             e0 + 2 < far ? __expf(f.z - m_thread) : 0.f, e0 + 3 < far ? __expf(f.w - m_thread) : 0.f);
             s += (f.x + f.y) + (f.z + f.w);
-            far_slots[far_slot(j)] = f;   // below sm_80 nothing was copied, and the slots are written here first
+            far_slots[thread_slot(j)] = f;   // below sm_80 nothing was copied, and the slots are written here first
         }
     }
     const MaxSum row_ms = block_all_reduce(MaxSum{m, s}, Merge{}, scratch);
@@ -497,7 +493,7 @@ extern "C" __global__ __launch_bounds__(512, 2) void softmax_half_shared(float* 
     store_row(y, v, near, aligned);
 #pragma unroll
     for (int j = 0; j < ROW_VECS; ++j)
-        if (4 * far_slot(j) < far) store_scaled(y + near, nullptr, far_slots[far_slot(j)], scale, 4 * far_slot(j), far, aligned);
+        if (4 * thread_slot(j) < far) store_scaled(y + near, nullptr, far_slots[thread_slot(j)], scale, 4 * thread_slot(j), far, aligned);
 }
 
 // The two-kernel RMSNorm: each row's 1 / rms, then a second read of the row to scale it.
