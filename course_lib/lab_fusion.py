@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -252,31 +253,47 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
 
 # --------------------------------------------------------------------------- the GEMM epilogue
 
+PLAIN_GEMM = "course GEMM (plain)"
 BIAS_ONLY = "course GEMM, fused bias only (no GELU)"
-EPILOGUE_PROFILED = ("course GEMM (plain)", BIAS_ONLY, "course GEMM, fused bias + GELU",
-                     "course GEMM, fused bias + GELU + residual")
+GELU_FUSED = "course GEMM, fused bias + GELU"
+RESIDUAL_FUSED = "course GEMM, fused bias + GELU + residual"
+# The same plans with C sent out through shared memory in 16-byte stores (TC_STAGE_C, sm_90+).
+STAGED = ", 16-byte stores"
+STAGED_MIN_CC = 9.0
+EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, PLAIN_GEMM + STAGED, RESIDUAL_FUSED + STAGED)
 EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
                     "smsp__issue_active.avg.pct_of_peak_sustained_active",
                     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
                     "dram__bytes_read.sum", "dram__bytes_write.sum"]
 
 
-def epilogue_defines(residual: bool, libm_tanh: bool = False, gelu: bool = True) -> dict:
+def epilogue_defines(residual: bool, libm_tanh: bool = False, gelu: bool = True, staged: bool = False) -> dict:
     return {"TC_EPILOGUE": 2 if residual else 1, **({"TC_GELU_TANHF": 1} if libm_tanh else {}),
-            **({} if gelu else {"TC_EPILOGUE_GELU": 0})}
+            **({} if gelu else {"TC_EPILOGUE_GELU": 0}), **({"TC_STAGE_C": 1} if staged else {})}
+
+
+def _gemm_function(defines: dict | None):
+    return cuda.compile_family(BF16, None, defines_to_options(defines)).function("bf16_gemm_mma")
+
+
+def run_plain_gemm(a, b, c, staged: bool = False) -> None:
+    """The course's bf16 GEMM as notebook 06 left it, or (``staged``) with C sent out through shared
+    memory in 16-byte stores."""
+    defines = {"TC_STAGE_C": 1} if staged else None
+    run_bf16(a, b, c, _gemm_function(defines), defines)
 
 
 def run_epilogue_gemm(a, b, c, bias, residual=None, copies: str = "auto", libm_tanh: bool = False,
-                      gelu: bool = True) -> None:
+                      gelu: bool = True, staged: bool = False) -> None:
     """C = GELU(A·B + bias) (+ residual) with the epilogue fused into the bf16 GEMM's stores;
     ``libm_tanh`` computes GELU's tanh with tanhf instead of the hardware instruction; ``gelu=False``
-    adds the bias (and residual) only."""
+    adds the bias (and residual) only; ``staged`` sends C out through shared memory (sm_90+)."""
     import cupy
 
-    defines = epilogue_defines(residual is not None, libm_tanh, gelu)
-    fn = cuda.compile_family(BF16, None, defines_to_options(defines)).function("bf16_gemm_mma")
+    defines = epilogue_defines(residual is not None, libm_tanh, gelu, staged)
     null = cupy.zeros(1, dtype=cupy.uint16)
-    run_bf16(a, b, c, fn, defines, copies, epilogue_args=(bias, residual if residual is not None else null))
+    run_bf16(a, b, c, _gemm_function(defines), defines, copies,
+             epilogue_args=(bias, residual if residual is not None else null))
 
 
 def run_epilogue_pass(out, c, bias, residual=None) -> None:
@@ -298,17 +315,21 @@ def _epilogue_inputs(m: int, n: int, k: int):
     return a, b, to_bf16_bits(_random((n,), 23)), to_bf16_bits(_random((m, n), 24))
 
 
-def profile_epilogue(m: int, n: int, k: int) -> None:
-    """The plain GEMM, then bias only, bias + GELU and bias + GELU + residual fused, each launched
-    once: what ncu profiles for ``fusion.epilogue``."""
+def profile_epilogue(m: int, n: int, k: int, staged: bool = True) -> None:
+    """The plain GEMM, then bias only, bias + GELU and bias + GELU + residual fused, then the plain
+    GEMM and the residual epilogue with 16-byte stores, each launched once (``EPILOGUE_PROFILED``'s
+    order): what ncu profiles for ``fusion.epilogue``."""
     import cupy
 
     a, b, bias, res = _epilogue_inputs(m, n, k)
     c = cupy.empty((m, n), dtype=cupy.uint16)
-    run_bf16(a, b, c)
+    run_plain_gemm(a, b, c)
     run_epilogue_gemm(a, b, c, bias, gelu=False)
     run_epilogue_gemm(a, b, c, bias)
     run_epilogue_gemm(a, b, c, bias, res)
+    if staged:
+        run_plain_gemm(a, b, c, staged=True)
+        run_epilogue_gemm(a, b, c, bias, res, staged=True)
     cupy.cuda.Device().synchronize()
 
 
@@ -331,7 +352,8 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
     from .profiler import kernels_launched
     from .timing import benchmark_interleaved
 
-    require_bf16_mma(detect().compute_capability)
+    cc = detect().compute_capability
+    require_bf16_mma(cc)
     cases = []
     for m, n, k in shapes:
         a, b, bias, res = _epilogue_inputs(m, n, k)
@@ -345,12 +367,11 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
 
         compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
         plans = {
-            "course GEMM (plain)": (lambda: run_bf16(a, b, c), c, ref_mm),
+            PLAIN_GEMM: (lambda: run_plain_gemm(a, b, c), c, ref_mm),
             BIAS_ONLY: (lambda: run_epilogue_gemm(a, b, c, bias, gelu=False), c, ref_mm + tbias.double()),
-            "course GEMM, fused bias + GELU": (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
-            "course GEMM, fused bias + GELU + residual": (lambda: run_epilogue_gemm(a, b, c, bias, res), c, ref_full),
-            "course GEMM, fused bias + GELU + residual, libm tanhf": (
-                lambda: run_epilogue_gemm(a, b, c, bias, res, libm_tanh=True), c, ref_full),
+            GELU_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
+            RESIDUAL_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias, res), c, ref_full),
+            RESIDUAL_FUSED + ", libm tanhf": (lambda: run_epilogue_gemm(a, b, c, bias, res, libm_tanh=True), c, ref_full),
             "course GEMM + separate epilogue pass": (lambda: (run_bf16(a, b, c), run_epilogue_pass(out, c, bias, res)),
                                                      out, ref_full),
             "separate epilogue pass alone": (lambda: run_epilogue_pass(out, c, bias, res), out, None),
@@ -359,6 +380,10 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         }
         if compiled is not None:
             plans["torch.compile (Inductor)"] = (lambda: compiled(ta, tb, tbias, tres), None, ref_full)
+        if float(cc) >= STAGED_MIN_CC:
+            plans[PLAIN_GEMM + STAGED] = (lambda: run_plain_gemm(a, b, c, staged=True), c, ref_mm)
+            plans[GELU_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, staged=True), c, ref_gelu)
+            plans[RESIDUAL_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, res, staged=True), c, ref_full)
         checks, kernels = {}, {}
         run_bf16(a, b, c)   # the pass alone reads a real GEMM output
         for plan, (fn, buf, ref) in plans.items():
@@ -380,8 +405,7 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         for (plan, _), t in zip(plans.items(), times):
             launch = None
             if plan.startswith("course GEMM"):
-                defines = (epilogue_defines("residual" in plan, "tanhf" in plan, "no GELU" not in plan)
-                           if "fused" in plan else None)
+                defines = course_gemm_defines(plan)
                 fam = cuda.compile_family(BF16, None, defines_to_options(defines))
                 launch = launch_record(grid, block, fam.resources["bf16_gemm_mma"], smem)
             cases.append(require_passed(Case(
@@ -393,10 +417,20 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         if [m, n, k] == shapes[0]:
             from . import profiler
 
-            profiled = [next(c for c in cases if c.params == {"shape": [m, n, k], "plan": p}) for p in EPILOGUE_PROFILED]
-            profiler.attach_profiles(profiled, f"from course_lib import lab_fusion; lab_fusion.profile_epilogue({m}, {n}, {k})",
+            staged = float(cc) >= STAGED_MIN_CC
+            profiled = [c for p in EPILOGUE_PROFILED for c in cases if c.params == {"shape": [m, n, k], "plan": p}]
+            profiler.attach_profiles(profiled, "from course_lib import lab_fusion; "
+                                     f"lab_fusion.profile_epilogue({m}, {n}, {k}, staged={staged})",
                                      EPILOGUE_METRICS, "^bf16_gemm_mma$", ["bf16_gemm_mma"] * len(profiled))
     return cases
+
+
+def course_gemm_defines(plan: str) -> dict | None:
+    """The defines of one of ``fusion.epilogue``'s course GEMM plans, from its name."""
+    staged = plan.endswith(STAGED)
+    if "fused" not in plan:
+        return {"TC_STAGE_C": 1} if staged else None
+    return epilogue_defines("residual" in plan, "tanhf" in plan, "no GELU" not in plan, staged)
 
 
 # --------------------------------------------------------------------------- row reductions
@@ -732,6 +766,14 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
         "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split",
         "rmsnorm_prefetch", "rmsnorm_half_shared", "softmax_half_shared")
+def _bf16_tolerance(want) -> float:
+    """What a bf16 result may be off by: the relative bound, scaled by the largest value wanted (each
+    check its own, so a small sum does not judge a larger output)."""
+    import cupy
+
+    return bf16_tolerance_rel() * float(cupy.abs(want).max())
+
+
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -786,17 +828,23 @@ def fusion_smoke() -> None:
         gelu = 0.5 * z * (1 + cupy.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ** 3)))
         ref = gelu + bf16_bits_to_float32(res)
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
-        tol = bf16_tolerance_rel() * float(cupy.abs(ref).max())
-        for copies in ("cp.async", "auto"):
-            for gelu, want in ((True, ref), (False, z + bf16_bits_to_float32(res))):
-                c.fill(0xFFFF)
-                run_epilogue_gemm(a, b, c, bias, res, copies, gelu=gelu)
-                if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= tol:
-                    raise AssertionError(f"fused epilogue ({copies}, {'GELU' if gelu else 'no GELU'}) wrong at {m}x{n}x{k}")
+        stagings = (False, True) if float(detect().compute_capability) >= STAGED_MIN_CC else (False,)
+        cases = [(res, True, ref), (res, False, z + bf16_bits_to_float32(res)), (None, True, gelu)]
+        for copies, staged, (residual, with_gelu, want) in itertools.product(("cp.async", "auto"), stagings, cases):
+            c.fill(0xFFFF)
+            run_epilogue_gemm(a, b, c, bias, residual, copies, gelu=with_gelu, staged=staged)
+            if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= _bf16_tolerance(want):
+                raise AssertionError(f"fused epilogue ({copies}, GELU {with_gelu}, residual {residual is not None}, "
+                                     f"16-byte stores {staged}) wrong at {m}x{n}x{k}")
+        for staged in stagings:
+            c.fill(0xFFFF)
+            run_plain_gemm(a, b, c, staged)
+            if not float(cupy.abs(bf16_bits_to_float32(c) - af @ bf).max()) <= _bf16_tolerance(af @ bf):
+                raise AssertionError(f"plain GEMM (16-byte stores {staged}) wrong at {m}x{n}x{k}")
         run_bf16(a, b, c)
         out.fill(0xFFFF)
         run_epilogue_pass(out, c, bias, res)
-        if not float(cupy.abs(bf16_bits_to_float32(out) - ref).max()) <= 2 * tol:
+        if not float(cupy.abs(bf16_bits_to_float32(out) - ref).max()) <= 2 * _bf16_tolerance(ref):
             raise AssertionError(f"separate epilogue pass wrong at {m}x{n}x{k}")
 
 
@@ -945,11 +993,15 @@ def epilogue_rows(result) -> list[dict]:
     rows = []
     for shape in result.params["shapes"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
-        plain, lib = cs["course GEMM (plain)"], cs["cuBLAS GEMM (torch.mm)"]
+        plain, lib = cs[PLAIN_GEMM], cs["cuBLAS GEMM (torch.mm)"]
+        plain_staged = cs.get(PLAIN_GEMM + STAGED)
         for plan, c in cs.items():
+            same_stores = plain_staged if plan.endswith(STAGED) else plain
             rows.append({"M x N x K": "x".join(map(str, shape)), "plan": plan, "median µs": c.median_s * 1e6,
                          "over the plain course GEMM": (f"{100 * (c.median_s / plain.median_s - 1):+.1f}%"
                                                         if plan.startswith("course") else ""),
+                         "over plain, same stores": (f"{100 * (c.median_s / same_stores.median_s - 1):+.1f}%"
+                                                     if plan.startswith("course") and "fused" in plan else ""),
                          "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
                                                if plan.startswith(("cuBLAS", "torch")) else ""),
                          "kernels": c.extra["kernels"]["count"]})
@@ -962,9 +1014,11 @@ def epilogue_profile_rows(result) -> list[dict]:
     issue slots and tensor pipe were, and DRAM traffic, each beside the plain GEMM's."""
     shape = result.params["shapes"][0]
     cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
-    plain = cs["course GEMM (plain)"].extra.get("ncu")
+    plain = cs[PLAIN_GEMM].extra.get("ncu")
     rows = []
     for plan in EPILOGUE_PROFILED:
+        if plan not in cs:   # the 16-byte-store plans are recorded on sm_90+ only
+            continue
         nc = cs[plan].extra.get("ncu")
         if not nc or not plain:
             rows.append({"plan": plan, "ncu": cs[plan].extra.get("ncu_unavailable", "not profiled")})

@@ -69,6 +69,9 @@
 #ifndef TC_EPILOGUE_GELU
 #define TC_EPILOGUE_GELU 1 // 0: the fused epilogue adds the bias (and residual) but applies no GELU
 #endif
+#ifndef TC_STAGE_C
+#define TC_STAGE_C 0     // 1: interior tiles of C go out through shared memory in 16-byte stores (sm_90+, notebook 08)
+#endif
 #ifndef TC_GELU_TANHF
 #define TC_GELU_TANHF 0  // 1: the epilogue's GELU calls tanhf rather than the hardware tanh
 #endif
@@ -166,6 +169,36 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 // notebook 08 measures the GELU's arithmetic apart from the bias's loads).
 __device__ __forceinline__ float activation(float x) { return TC_EPILOGUE_GELU ? gelu_tanh(x) : x; }
 
+// bias2 holds bias[c] and bias[c + 1] as bf16 (the low half first): + bias, then the activation, in
+// place on the pair of fp32 outputs at columns c and c + 1.
+__device__ __forceinline__ void bias_activation(float& x0, float& x1, u32 bias2) {
+    x0 = activation(x0 + __uint_as_float(bias2 << 16));
+    x1 = activation(x1 + __uint_as_float(bias2 & 0xffff0000u));
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// A warp's four 8x8 bf16 matrices, in the mma accumulator layout (lane l holds the pair at row l / 4,
+// columns 2 (l % 4) and + 1 of each), into shared memory: lane l gives the address of row l % 8 of
+// matrix l / 8. The inverse of ldmatrix.
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_16(u32 addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
+}
+// Eight bf16 + eight bf16, each sum rounded to bf16 once (four add.bf16x2).
+__device__ __forceinline__ uint4 add_bf16x8(uint4 a, uint4 b) {
+    asm("add.rn.bf16x2 %0, %0, %1;" : "+r"(a.x) : "r"(b.x));
+    asm("add.rn.bf16x2 %0, %0, %1;" : "+r"(a.y) : "r"(b.y));
+    asm("add.rn.bf16x2 %0, %0, %1;" : "+r"(a.z) : "r"(b.z));
+    asm("add.rn.bf16x2 %0, %0, %1;" : "+r"(a.w) : "r"(b.w));
+    return a;
+}
+#endif
+
 // The fused epilogue on a pair of outputs (row r, columns c and c + 1) before they are rounded to
 // bf16: + bias[c], the activation, then + residual[r][c] (TC_EPILOGUE 2). Columns at or past N are left alone.
 __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c, int N,
@@ -174,9 +207,7 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
     if (TC_EPILOGUE == 0) return;
     const bf16_raw* res = residual + (size_t)r * N + c;
     if (c + 1 < N && (N & 1) == 0) {   // both in range, 4-byte aligned: one load of each pair
-        u32 b2 = *reinterpret_cast<const u32*>(bias + c);
-        x0 = activation(x0 + __uint_as_float(b2 << 16));
-        x1 = activation(x1 + __uint_as_float(b2 & 0xffff0000u));
+        bias_activation(x0, x1, *reinterpret_cast<const u32*>(bias + c));
         if (TC_EPILOGUE == 2) {
             u32 r2 = *reinterpret_cast<const u32*>(res);
             x0 += __uint_as_float(r2 << 16);
@@ -506,6 +537,53 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                 }
         return;
     }
+#if __CUDA_ARCH__ >= 900
+    if (TC_STAGE_C && !TC_SCHEDULED && ALIGNED && interior) {
+        // The accumulators hold pairs: every store above writes 4 bytes, and a warp's store covers
+        // 8 rows x 16 bytes. Here each warp writes its WM x WN tile (bf16, after the bias and the
+        // activation) into shared memory with stmatrix, reads it back a 16-byte chunk per lane,
+        // 4 rows x 128 bytes a warp, and stores that: 16 stores a lane instead of 256. The chunk c of
+        // row r sits at c ^ (r % 8), so that neither the stmatrix rows nor the read-back collide in
+        // banks. The residual is read the same way and added to the rounded bf16 result (one more
+        // rounding, as the unfused plans have).
+        static_assert(WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
+        static_assert(BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
+        u32 bias2[NT8];
+        if (TC_EPILOGUE) {
+#pragma unroll
+            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
+        }
+        __syncthreads();   // every warp has read the last tile: the slots may take C
+        const u32 stage = s_base + warp * WM * WN * 2;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int jj = 0; jj < NT8 / 2; ++jj) {
+                u32 v[4];   // matrices (rows 0-7 | 8-15) x (columns j = 2jj | 2jj + 1) of mma row i
+#pragma unroll
+                for (int m = 0; m < 4; ++m) {
+                    const int j = 2 * jj + m / 2, h = m % 2;
+                    float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
+                    if (TC_EPILOGUE) bias_activation(x0, x1, bias2[j]);
+                    v[m] = pack_bf16x2(x0, x1);
+                }
+                const int row = i * 16 + ((lane / 8) % 2) * 8 + lane % 8, chunk = 2 * jj + lane / 16;
+                stmatrix_x4(stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16), v[0], v[1], v[2], v[3]);
+            }
+        __syncwarp();
+        const int chunk = lane % 8;
+        const size_t first = (size_t)(bm + wm0 + lane / 8) * N + bn + wn0 + chunk * 8;
+#pragma unroll
+        for (int it = 0; it < WM / 4; ++it) {
+            const int row = it * 4 + lane / 8;
+            uint4 v = ld_shared_16(stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16));
+            const size_t at = first + (size_t)(it * 4) * N;
+            if (TC_EPILOGUE == 2) v = add_bf16x8(v, *reinterpret_cast<const uint4*>(residual + at));
+            *reinterpret_cast<uint4*>(C + at) = v;
+        }
+        return;
+    }
+#endif
     if (interior && (N & 1) == 0) {   // the whole tile inside C, rows 4-byte aligned: no checks
         bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
         // The fused epilogue's inputs are loaded a row of pairs at a time before any is used, so
@@ -528,10 +606,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
                 for (int j = 0; j < NT8; ++j) {
                     float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
-                    if (TC_EPILOGUE) {
-                        x0 = activation(x0 + __uint_as_float(bias2[j] << 16));
-                        x1 = activation(x1 + __uint_as_float(bias2[j] & 0xffff0000u));
-                    }
+                    if (TC_EPILOGUE) bias_activation(x0, x1, bias2[j]);
                     if (TC_EPILOGUE == 2) {
                         x0 += __uint_as_float(res2[j] << 16);
                         x1 += __uint_as_float(res2[j] & 0xffff0000u);
@@ -592,6 +667,8 @@ __device__ __forceinline__ void bf16_gemm_tile(const bf16_raw* __restrict__ A, c
 // bf16, 128-byte swizzle, zero fill) for TMA copies. Compiled with TC_EPILOGUE 1 or 2 it takes
 // two more arguments, bias (N bf16) and residual (M x N bf16, read by TC_EPILOGUE 2 only), and
 // writes GELU(A·B + bias) (+ residual) instead of A·B; not with split-K. Compute capability 8.0+.
+// TC_STAGE_C 1 (one tile per block, sm_90+) sends interior tiles out through shared memory, which the
+// tiles' dynamic shared memory already covers (each warp's WM x WN bf16 tile, 32 KiB in all).
 extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
         int M, int N, int K, const unsigned long long* __restrict__ tensor_maps
