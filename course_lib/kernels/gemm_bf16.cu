@@ -546,8 +546,8 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         // row r sits at c ^ (r % 8), so that neither the stmatrix rows nor the read-back collide in
         // banks. The residual is read the same way and added to the rounded bf16 result (one more
         // rounding, as the unfused plans have).
-        static_assert(WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
-        static_assert(BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
+        static_assert(!TC_STAGE_C || WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
+        static_assert(!TC_STAGE_C || BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
         u32 bias2[NT8];
         if (TC_EPILOGUE) {
 #pragma unroll
