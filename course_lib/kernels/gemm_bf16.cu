@@ -542,7 +542,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         // The accumulators hold pairs: every store above writes 4 bytes, and a warp's store covers
         // 8 rows x 16 bytes. Here each warp writes its WM x WN tile (bf16, after the bias and the
         // activation) into shared memory with stmatrix, reads it back a 16-byte chunk per lane,
-        // 4 rows x 128 bytes a warp, and stores that: 16 stores a lane instead of 256. The chunk c of
+        // 4 rows x 128 bytes a warp, and stores that: 16 stores a lane instead of 64. The chunk c of
         // row r sits at c ^ (r % 8), so that neither the stmatrix rows nor the read-back collide in
         // banks. The residual is read the same way and added to the rounded bf16 result (one more
         // rounding, as the unfused plans have).
