@@ -24,7 +24,7 @@ import numpy as np
 from . import cuda, fusion
 from .evidence import Case
 from .experiments import beside_reference, beside_reference_figure, check_close, experiment, launch_record, require_passed
-from .lab_gemm import (BF16, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance_rel,
+from .lab_gemm import (BF16, _torch_view, bf16_bits_to_float32, bf16_geometry, bf16_tolerance, bf16_tolerance_rel,
                        defines_to_options, require_bf16_mma, run_bf16, to_bf16_bits)
 from .smoke import covers
 
@@ -766,14 +766,6 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
         "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split",
         "rmsnorm_prefetch", "rmsnorm_half_shared", "softmax_half_shared")
-def _bf16_tolerance(want) -> float:
-    """What a bf16 result may be off by: the relative bound, scaled by the largest value wanted (each
-    check its own, so a small sum does not judge a larger output)."""
-    import cupy
-
-    return bf16_tolerance_rel() * float(cupy.abs(want).max())
-
-
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -833,18 +825,18 @@ def fusion_smoke() -> None:
         for copies, staged, (residual, with_gelu, want) in itertools.product(("cp.async", "auto"), stagings, cases):
             c.fill(0xFFFF)
             run_epilogue_gemm(a, b, c, bias, residual, copies, gelu=with_gelu, staged=staged)
-            if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= _bf16_tolerance(want):
+            if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= bf16_tolerance(want):
                 raise AssertionError(f"fused epilogue ({copies}, GELU {with_gelu}, residual {residual is not None}, "
                                      f"16-byte stores {staged}) wrong at {m}x{n}x{k}")
         for staged in stagings:
             c.fill(0xFFFF)
             run_plain_gemm(a, b, c, staged)
-            if not float(cupy.abs(bf16_bits_to_float32(c) - af @ bf).max()) <= _bf16_tolerance(af @ bf):
+            if not float(cupy.abs(bf16_bits_to_float32(c) - af @ bf).max()) <= bf16_tolerance(af @ bf):
                 raise AssertionError(f"plain GEMM (16-byte stores {staged}) wrong at {m}x{n}x{k}")
         run_bf16(a, b, c)
         out.fill(0xFFFF)
         run_epilogue_pass(out, c, bias, res)
-        if not float(cupy.abs(bf16_bits_to_float32(out) - ref).max()) <= 2 * _bf16_tolerance(ref):
+        if not float(cupy.abs(bf16_bits_to_float32(out) - ref).max()) <= 2 * bf16_tolerance(ref):
             raise AssertionError(f"separate epilogue pass wrong at {m}x{n}x{k}")
 
 

@@ -299,6 +299,12 @@ def bf16_tolerance_rel() -> float:
     return 2.0 ** -7
 
 
+def bf16_tolerance(want) -> float:
+    """What a bf16 result may be off from ``want`` (a NumPy or CuPy array): the relative bound times
+    its largest magnitude."""
+    return bf16_tolerance_rel() * float(abs(want).max())
+
+
 def _one_call_s(fn) -> float:
     """One call timed with CUDA events: only to decide whether a full measurement fits the budget."""
     import cupy
@@ -507,7 +513,7 @@ def bf16_smoke() -> None:
             c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
             run_bf16(a, b, c, copies=engine)
             err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
-            if not err <= bf16_tolerance_rel() * float(cupy.abs(ref).max()):
+            if not err <= bf16_tolerance(ref):
                 raise AssertionError(f"{BF16}.bf16_gemm_mma ({engine}) wrong at {m}x{n}x{k}: max error {err}")
 
 

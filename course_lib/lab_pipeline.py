@@ -597,7 +597,7 @@ def run_fence_gemm(n: int, fence: bool) -> None:
     import cupy
     import torch
 
-    from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_tolerance_rel,
+    from .lab_gemm import (BF16, _random, _torch_view, bf16_bits_to_float32, bf16_tolerance,
                            defines_to_options, run_bf16, to_bf16_bits)
 
     a, b = to_bf16_bits(_random((n, n), 21)), to_bf16_bits(_random((n, n), 22))
@@ -606,7 +606,7 @@ def run_fence_gemm(n: int, fence: bool) -> None:
     run_bf16(a, b, c, cuda.compile_family(BF16, None, defines_to_options(d)).function("bf16_gemm_mma"), d, "tma")
     ref = cupy.asarray(torch.mm(_torch_view(a), _torch_view(b)).float())
     err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
-    print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance_rel() * float(cupy.abs(ref).max()):.4g})")
+    print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance(ref):.4g})")
 
 
 def racecheck_both(script_for) -> dict:

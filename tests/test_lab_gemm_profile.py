@@ -54,3 +54,13 @@ def test_the_split_of_the_gap_to_cublas_that_notebook_06_states_follows_the_reco
     assert lib < at_ceiling < mine
     assert 0.28 < (at_ceiling - lib) / (mine - lib) < 0.40
     assert 0.70 < at_ceiling / mine < 0.78
+
+
+def test_bf16_tolerance_scales_with_the_largest_wanted_value():
+    """Two bf16 ulps of the largest output: a result judged against a small sum gets a small bound."""
+    import numpy as np
+
+    from course_lib import lab_gemm
+
+    assert lab_gemm.bf16_tolerance(np.array([-3.0, 1.0, 2.0])) == 3.0 * 2.0 ** -7
+    assert lab_gemm.bf16_tolerance(np.array([0.01, -0.02])) < lab_gemm.bf16_tolerance(np.array([0.01, -2.0]))

@@ -522,6 +522,13 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 
     // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
     const int g = lane / 4, q = lane % 4;
+    // The fused epilogue's bias pairs at this thread's columns of an interior tile (the same for every row).
+    auto load_bias_pairs = [&](u32 (&bias2)[NT8]) {
+        if (TC_EPILOGUE) {
+#pragma unroll
+            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
+        }
+    };
     if (TC_SCHEDULED && gridDim.y > 1) {   // split-K: this slice's fp32 partial sums, into slab blockIdx.y of the workspace
         float* P = reinterpret_cast<float*>(C) + (size_t)blockIdx.y * M * N;
 #pragma unroll
@@ -549,10 +556,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         static_assert(!TC_STAGE_C || WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
         static_assert(!TC_STAGE_C || BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
         u32 bias2[NT8];
-        if (TC_EPILOGUE) {
-#pragma unroll
-            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
-        }
+        load_bias_pairs(bias2);
         __syncthreads();   // every warp has read the last tile: the slots may take C
         const u32 stage = s_base + warp * WM * WN * 2;
 #pragma unroll
@@ -589,10 +593,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         // The fused epilogue's inputs are loaded a row of pairs at a time before any is used, so
         // their latencies overlap: the bias pairs once (the same for every row), the residual's per row.
         u32 bias2[NT8], res2[NT8];
-        if (TC_EPILOGUE) {
-#pragma unroll
-            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
-        }
+        load_bias_pairs(bias2);
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
