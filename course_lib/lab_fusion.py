@@ -816,7 +816,8 @@ def fusion_smoke() -> None:
         a, b = to_bf16_bits(_random((m, k), 1)), to_bf16_bits(_random((k, n), 2))
         bias, res = to_bf16_bits(_random((n,), 3)), to_bf16_bits(_random((m, n), 4))
         af, bf = bf16_bits_to_float32(a).astype(cupy.float64), bf16_bits_to_float32(b).astype(cupy.float64)
-        z = af @ bf + bf16_bits_to_float32(bias)
+        product = af @ bf
+        z = product + bf16_bits_to_float32(bias)
         gelu = 0.5 * z * (1 + cupy.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ** 3)))
         ref = gelu + bf16_bits_to_float32(res)
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
@@ -831,7 +832,7 @@ def fusion_smoke() -> None:
         for staged in stagings:
             c.fill(0xFFFF)
             run_plain_gemm(a, b, c, staged)
-            if not float(cupy.abs(bf16_bits_to_float32(c) - af @ bf).max()) <= bf16_tolerance(af @ bf):
+            if not float(cupy.abs(bf16_bits_to_float32(c) - product).max()) <= bf16_tolerance(product):
                 raise AssertionError(f"plain GEMM (16-byte stores {staged}) wrong at {m}x{n}x{k}")
         run_bf16(a, b, c)
         out.fill(0xFFFF)

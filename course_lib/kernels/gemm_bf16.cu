@@ -559,6 +559,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         load_bias_pairs(bias2);
         __syncthreads();   // every warp has read the last tile: the slots may take C
         const u32 stage = s_base + warp * WM * WN * 2;
+        auto staged_chunk = [&](int row, int chunk) { return stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16); };
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -572,7 +573,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                     v[m] = pack_bf16x2(x0, x1);
                 }
                 const int row = i * 16 + ((lane / 8) % 2) * 8 + lane % 8, chunk = 2 * jj + lane / 16;
-                stmatrix_x4(stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16), v[0], v[1], v[2], v[3]);
+                stmatrix_x4(staged_chunk(row, chunk), v[0], v[1], v[2], v[3]);
             }
         __syncwarp();
         const int chunk = lane % 8;
@@ -580,7 +581,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #pragma unroll
         for (int it = 0; it < WM / 4; ++it) {
             const int row = it * 4 + lane / 8;
-            uint4 v = ld_shared_16(stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16));
+            uint4 v = ld_shared_16(staged_chunk(row, chunk));
             const size_t at = first + (size_t)(it * 4) * N;
             if (TC_EPILOGUE == 2) v = add_bf16x8(v, *reinterpret_cast<const uint4*>(residual + at));
             *reinterpret_cast<uint4*>(C + at) = v;
