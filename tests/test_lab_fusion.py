@@ -155,25 +155,25 @@ def test_recorded_epilogue_plans_launch_what_they_say(epilogue):
 
 
 def test_recorded_fused_bias_and_gelu_cost_at_most_3_percent_at_4096(epilogue):
-    """The target notebook 08 meets for bias + GELU; with the residual it is missed (about 4%), and
-    the test holds that too, so a record that changes either finding fails here."""
+    """With the course GEMM's 4-byte stores, bias + GELU is under 3% at 4096³ and the residual over
+    it (about 4%): notebook 08 says so, and a record that changes either finding fails here."""
     rows = lab_fusion.epilogue_rows(epilogue)
     assert _over_plain(rows, "course GEMM, fused bias + GELU") <= 3.0
     assert 3.0 < _over_plain(rows, "course GEMM, fused bias + GELU + residual") < 6.0
     assert _over_plain(rows, lab_fusion.BIAS_ONLY) < 1.0
 
 
-def test_recorded_16_byte_stores_speed_the_gemm_not_the_epilogue(epilogue):
+def test_recorded_16_byte_stores_speed_the_gemm_and_the_residual(epilogue):
     """Notebook 08's finding: staging C through shared memory makes the plain GEMM faster at every K,
-    most where the GEMM is short; the epilogue's cost over the plain GEMM with the same stores stays
-    where it was (bias + GELU under 3%, the residual over it: the target still missed)."""
+    most where the GEMM is short; over the plain GEMM with the same stores, bias + GELU stays under
+    3%, and the residual, whose loads widen too, falls from over 3% to under it."""
     rows = lab_fusion.epilogue_rows(epilogue)
     staged = lab_fusion.STAGED
     gains = [-_over_plain(rows, lab_fusion.PLAIN_GEMM + staged, f"4096x4096x{k}") for k in (4096, 1024, 256)]
     assert 0 < gains[0] < gains[1] < gains[2]
     same = "over plain, same stores"
     assert _over_plain(rows, lab_fusion.GELU_FUSED + staged, column=same) <= 3.0
-    assert 3.0 < _over_plain(rows, lab_fusion.RESIDUAL_FUSED + staged, column=same) < 6.0
+    assert _over_plain(rows, lab_fusion.RESIDUAL_FUSED + staged, column=same) <= 3.0 < _over_plain(rows, lab_fusion.RESIDUAL_FUSED, column=same)
     assert _over_plain(rows, lab_fusion.RESIDUAL_FUSED + staged) < _over_plain(rows, lab_fusion.RESIDUAL_FUSED)
 
 
@@ -197,6 +197,8 @@ def test_recorded_epilogue_profile_counts_each_addition(epilogue):
     rows = {r["plan"]: r for r in lab_fusion.epilogue_profile_rows(epilogue)}
     extra = [rows[p]["more than plain (M)"] for p in lab_fusion.EPILOGUE_PROFILED]
     assert extra[0] == 0 and extra[1] < 1 < 3 < extra[2] < extra[3]
+    warp_instructions_per_output = 4096 ** 2 / 32 / 1e6   # M
+    assert abs((extra[2] - extra[1]) - 5 * warp_instructions_per_output) < 0.15   # GELU: four fp32 and the tanh
     res, gelu = rows["course GEMM, fused bias + GELU + residual"], rows["course GEMM, fused bias + GELU"]
     assert 30 < res["DRAM read MB"] - gelu["DRAM read MB"] < 40   # the residual: 4096² bf16 = 33.6 MB
     assert res["tensor pipe busy %"] < gelu["tensor pipe busy %"] < rows["course GEMM (plain)"]["tensor pipe busy %"]
@@ -272,3 +274,18 @@ def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
         assert half >= 85 and half > row["course one pass, % of copy"] + 3, row
         others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
         assert half >= max(others), row
+
+
+def test_the_one_block_per_sm_control_pads_shared_memory_until_one_block_fits():
+    """The half-shared plan's 32k launch (512 threads, 64 registers, 64 KiB) fits two blocks on an
+    H200 SM; the control's padding leaves one, and a block that cannot fit at all is refused."""
+    from course_lib import occupancy
+    from course_lib.hardware import SPECS
+
+    h200 = occupancy.budget(SPECS["h200"])
+    assert occupancy.residency(h200, 512, 64, 64 * 1024).resident_blocks == 2
+    padded = lab_fusion.one_block_per_sm_smem(h200, 512, 64, 64 * 1024)
+    assert occupancy.residency(h200, 512, 64, padded).resident_blocks == 1
+    assert padded <= h200.max_smem_per_block_bytes
+    with pytest.raises(ValueError, match="cannot run"):
+        lab_fusion.one_block_per_sm_smem(h200, 512, 64, 300 * 1024)

@@ -151,11 +151,11 @@ __device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_fl
 // GELU, tanh form (torch.nn.functional.gelu(approximate="tanh")), with the hardware tanh
 // (tanh.approx.f32, one MUFU instruction, relative error about 2^-11, below bf16's 2^-8): tanhf's
 // dozens of dependent instructions per output cost more than the GEMM itself at small K here.
-// Folded, u = x·(k + k·0.044715·x²) and GELU = h + h·tanh(u) with h = x/2: five fp32 instructions
-// and the tanh. Written as 0.5·x·(1 + tanh(k·(x + 0.044715·x³))) it compiles to seven, because the
-// compiler may not reassociate float arithmetic.
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float h = 0.5f * x, u = x * fmaf(0.035677408136300125f, x * x, 0.7978845608028654f);
+// It takes h = x/2: GELU(x) = h + h·tanh(u), u = k·(x + 0.044715·x³) = h·(2k + 8k·0.044715·h²).
+// Written as 0.5·x·(1 + tanh(k·(x + 0.044715·x³))) it compiles to seven fp32 instructions and the
+// tanh, because the compiler may not reassociate float arithmetic; folded like this it is four.
+__device__ __forceinline__ float gelu_of_half(float h) {
+    const float u = h * fmaf(0.2854192650904010f, h * h, 1.5957691216057308f);
     float t;
 #if TC_GELU_TANHF   // the libm tanhf instead: notebook 08 measures what it costs
     t = tanhf(u);
@@ -165,15 +165,23 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return fmaf(h, t, h);
 }
 
-// What the fused epilogue applies after the bias: GELU, or nothing (TC_EPILOGUE_GELU 0, bias only:
-// notebook 08 measures the GELU's arithmetic apart from the bias's loads).
-__device__ __forceinline__ float activation(float x) { return TC_EPILOGUE_GELU ? gelu_tanh(x) : x; }
+// The bias as the epilogue holds it: halved when GELU follows, so that x/2 + b/2 is one FFMA
+// (h = fma(x, 0.5, b/2)) where x + b and then x/2 were two instructions. Scaling by 2 and 1/2 is
+// exact away from subnormals, so the outputs are bit for bit those of the unhalved form.
+__device__ __forceinline__ float epilogue_bias(float b) { return TC_EPILOGUE_GELU ? 0.5f * b : b; }
+// bias2 holds bias[c] and bias[c + 1] as bf16, the low half first.
+__device__ __forceinline__ float2 epilogue_bias_pair(u32 bias2) {
+    return make_float2(epilogue_bias(__uint_as_float(bias2 << 16)), epilogue_bias(__uint_as_float(bias2 & 0xffff0000u)));
+}
 
-// bias2 holds bias[c] and bias[c + 1] as bf16 (the low half first): + bias, then the activation, in
-// place on the pair of fp32 outputs at columns c and c + 1.
-__device__ __forceinline__ void bias_activation(float& x0, float& x1, u32 bias2) {
-    x0 = activation(x0 + __uint_as_float(bias2 << 16));
-    x1 = activation(x1 + __uint_as_float(bias2 & 0xffff0000u));
+// + bias, then the fused epilogue's activation: GELU, or nothing (TC_EPILOGUE_GELU 0, bias only:
+// notebook 08 measures the GELU's arithmetic apart from the bias's loads). b is epilogue_bias's.
+__device__ __forceinline__ float bias_activation(float x, float b) {
+    return TC_EPILOGUE_GELU ? gelu_of_half(fmaf(x, 0.5f, b)) : x + b;
+}
+__device__ __forceinline__ void bias_activation(float& x0, float& x1, float2 b) {
+    x0 = bias_activation(x0, b.x);
+    x1 = bias_activation(x1, b.y);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -207,7 +215,7 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
     if (TC_EPILOGUE == 0) return;
     const bf16_raw* res = residual + (size_t)r * N + c;
     if (c + 1 < N && (N & 1) == 0) {   // both in range, 4-byte aligned: one load of each pair
-        bias_activation(x0, x1, *reinterpret_cast<const u32*>(bias + c));
+        bias_activation(x0, x1, epilogue_bias_pair(*reinterpret_cast<const u32*>(bias + c)));
         if (TC_EPILOGUE == 2) {
             u32 r2 = *reinterpret_cast<const u32*>(res);
             x0 += __uint_as_float(r2 << 16);
@@ -215,8 +223,8 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
         }
         return;
     }
-    if (c < N) x0 = activation(x0 + bf16_to_float(bias[c])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[0]) : 0.f);
-    if (c + 1 < N) x1 = activation(x1 + bf16_to_float(bias[c + 1])) + (TC_EPILOGUE == 2 ? bf16_to_float(res[1]) : 0.f);
+    if (c < N) x0 = bias_activation(x0, epilogue_bias(bf16_to_float(bias[c]))) + (TC_EPILOGUE == 2 ? bf16_to_float(res[0]) : 0.f);
+    if (c + 1 < N) x1 = bias_activation(x1, epilogue_bias(bf16_to_float(bias[c + 1]))) + (TC_EPILOGUE == 2 ? bf16_to_float(res[1]) : 0.f);
 }
 
 // One 16-byte chunk (8 bf16) of row `row`, columns col..col+7, of a rows x cols
@@ -523,10 +531,10 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
     const int g = lane / 4, q = lane % 4;
     // The fused epilogue's bias pairs at this thread's columns of an interior tile (the same for every row).
-    auto load_bias_pairs = [&](u32 (&bias2)[NT8]) {
+    auto load_bias_pairs = [&](float2 (&bias2)[NT8]) {
         if (TC_EPILOGUE) {
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) bias2[j] = *reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q);
+            for (int j = 0; j < NT8; ++j) bias2[j] = epilogue_bias_pair(*reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q));
         }
     };
     if (TC_SCHEDULED && gridDim.y > 1) {   // split-K: this slice's fp32 partial sums, into slab blockIdx.y of the workspace
@@ -555,7 +563,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         // rounding, as the unfused plans have).
         static_assert(!TC_STAGE_C || WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
         static_assert(!TC_STAGE_C || BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
-        u32 bias2[NT8];
+        float2 bias2[NT8];
         load_bias_pairs(bias2);
         __syncthreads();   // every warp has read the last tile: the slots may take C
         const u32 stage = s_base + warp * WM * WN * 2;
@@ -593,7 +601,8 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
         // The fused epilogue's inputs are loaded a row of pairs at a time before any is used, so
         // their latencies overlap: the bias pairs once (the same for every row), the residual's per row.
-        u32 bias2[NT8], res2[NT8];
+        float2 bias2[NT8];
+        u32 res2[NT8];
         load_bias_pairs(bias2);
 #pragma unroll
         for (int i = 0; i < MT; ++i)
