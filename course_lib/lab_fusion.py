@@ -524,6 +524,38 @@ def half_shared_launch(n: int) -> tuple[tuple, int]:
     return (threads,), (_row_vecs_default() * threads * 16 if far else 0)
 
 
+# The control for HALF_SHARED: the same kernel and launch, with more shared memory asked for than it
+# uses, so that only one block fits on an SM. What it loses against HALF_SHARED is what the second
+# block per SM was worth; what is left against the one-pass kernel is the early cp.async copies.
+HALF_SHARED_ONE_PER_SM = HALF_SHARED + ", one block per SM"
+
+
+def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> int:
+    """Dynamic shared memory for a ``threads``-thread block that uses ``smem`` of it, padded until one
+    block fills an SM of ``budget`` (an ``occupancy.SmBudget``), by ``occupancy.residency``."""
+    from . import occupancy
+
+    padded = max(smem, budget.smem_per_sm_bytes // 2 + 1024)
+    if padded > budget.max_smem_per_block_bytes or \
+            occupancy.residency(budget, threads, registers, padded).resident_blocks != 1:
+        raise ValueError(f"{budget.name}: {padded} B of shared memory a block does not leave exactly one "
+                         f"{threads}-thread block per SM; this GPU cannot run {HALF_SHARED_ONE_PER_SM!r}.")
+    return padded
+
+
+def half_shared_one_per_sm_launch(op: str, n: int) -> tuple[tuple, int]:
+    """(block, dynamic shared memory) of ``HALF_SHARED_ONE_PER_SM`` for ``op`` ("softmax" or "rmsnorm")
+    on the GPU in use."""
+    from . import occupancy
+    from .hardware import detect
+
+    block, smem = half_shared_launch(n)
+    res = cuda.compile_family(FAMILY).resources[f"{op}_half_shared"]
+    padded = one_block_per_sm_smem(occupancy.budget_from_device(detect()), block[0], res.registers,
+                                   smem + res.static_smem_bytes)
+    return block, padded - res.static_smem_bytes
+
+
 def _launch_with_slots(name: str, grid: tuple, block: tuple, smem: int, args: tuple) -> None:
     """A row kernel whose shared slots may pass the default 48 KiB (a 32k row's are 64 or 128 KiB)."""
     fn = cuda.kernel(FAMILY, name)
@@ -532,17 +564,18 @@ def _launch_with_slots(name: str, grid: tuple, block: tuple, smem: int, args: tu
     fn(grid, block, args, shared_mem=smem)
 
 
-def _half_shared(name: str, rows: int, n: int, args: tuple) -> None:
-    block, smem = half_shared_launch(n)
+def _half_shared(name: str, rows: int, n: int, args: tuple, one_per_sm: bool = False) -> None:
+    block, smem = (half_shared_one_per_sm_launch(name.split("_")[0], n) if one_per_sm else half_shared_launch(n))
     _launch_with_slots(name, (rows,), block, smem, args)
 
 
 def run_softmax(out, x, plan: str, stats=None) -> None:
     """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass",
-    ``SPLIT`` (each row's halves on a pair of blocks, sm_90+) or ``HALF_SHARED``."""
+    ``SPLIT`` (each row's halves on a pair of blocks, sm_90+), ``HALF_SHARED`` or its control
+    ``HALF_SHARED_ONE_PER_SM``."""
     rows, n = x.shape
-    if plan == HALF_SHARED:
-        _half_shared("softmax_half_shared", rows, n, (out, x, np.int32(n)))
+    if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
+        _half_shared("softmax_half_shared", rows, n, (out, x, np.int32(n)), plan == HALF_SHARED_ONE_PER_SM)
         return
     if plan == SPLIT:
         _split("softmax_split", x, (out, x, np.int32(n)))
@@ -559,7 +592,8 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
 def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
     """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass", ``SPLIT``,
     ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on this one)
-    or ``HALF_SHARED`` (half of each row in shared memory, two blocks of 32k rows to an SM)."""
+    ``HALF_SHARED`` (half of each row in shared memory, two blocks of 32k rows to an SM) or its control
+    ``HALF_SHARED_ONE_PER_SM``."""
     rows, n = x.shape
     if plan == SPLIT:
         _split("rmsnorm_split", x, (out, x, w, np.int32(n), np.float32(eps)))
@@ -568,8 +602,9 @@ def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
         grid, block, smem = prefetch_launch(rows, n)
         _launch_with_slots("rmsnorm_prefetch", grid, block, smem, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)))
         return
-    if plan == HALF_SHARED:
-        _half_shared("rmsnorm_half_shared", rows, n, (out, x, w, np.int32(n), np.float32(eps)))
+    if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
+        _half_shared("rmsnorm_half_shared", rows, n, (out, x, w, np.int32(n), np.float32(eps)),
+                     plan == HALF_SHARED_ONE_PER_SM)
         return
     if plan == "one pass":
         rv = one_pass_row_vecs(n)
@@ -641,6 +676,11 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
 
     copy_fn = cuda.kernel("elementwise", "copy_vec4")
     splits = split_row_lengths if float(detect().compute_capability) >= SPLIT_MIN_CC else []
+    # The one-block-per-SM control at the longest row, where the half-shared plan fits two blocks and
+    # the one-pass kernel one.
+    def half_shared_plans(n: int) -> tuple[str, ...]:
+        return (HALF_SHARED,) * (n in split_row_lengths) + (HALF_SHARED_ONE_PER_SM,) * (n == max(split_row_lengths))
+
     cases = []
     for op in ("softmax", "rmsnorm"):
         eager = ((lambda t: torch.softmax(t, dim=-1)) if op == "softmax"
@@ -655,14 +695,12 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
                 course = {p: (lambda p=p: run_softmax(out, x, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) +
-                          (HALF_SHARED,) * (n in split_row_lengths)}
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) + half_shared_plans(n)}
                 args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) +
-                          (HALF_SHARED,) * (n in split_row_lengths)}
+                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) + half_shared_plans(n)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)
@@ -689,8 +727,9 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                 if plan == f"course {PREFETCH}":
                     grid, block, smem = prefetch_launch(rows, n)
                     launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
-                elif plan == f"course {HALF_SHARED}":
-                    block, smem = half_shared_launch(n)
+                elif plan in (f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}"):
+                    block, smem = (half_shared_launch(n) if plan == f"course {HALF_SHARED}"
+                                   else half_shared_one_per_sm_launch(op, n))
                     launch = launch_record((rows,), block, cuda.compile_family(FAMILY).resources[f"{op}_half_shared"],
                                            smem)
                 elif plan == f"course {SPLIT}":
@@ -704,7 +743,8 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                     launch = launch_record((rows,), (threads,), fam.resources[kname])
                     extra["row_vecs"] = one_pass_row_vecs(n) if one else None
                     extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
-                if plan in (f"course {PREFETCH}", f"course {HALF_SHARED}", f"course {SPLIT}"):   # one pass, another layout
+                if plan in (f"course {PREFETCH}", f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}",
+                            f"course {SPLIT}"):   # one pass, another layout
                     extra["row_vecs"] = _row_vecs_default()
                     extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 if why_not and plan.startswith("PyTorch"):
