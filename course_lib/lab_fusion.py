@@ -543,6 +543,27 @@ def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> in
     return padded
 
 
+def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_lengths: list[int]) -> tuple[str, ...]:
+    """The half-shared plans ``fusion.reductions`` runs at row length n on an SM of ``budget``, for a
+    kernel of ``registers`` a thread and ``static_smem`` bytes: ``HALF_SHARED`` at ``row_lengths`` where
+    its block fits (a 32k row's 64 KiB of slots and the kernel's own do not on a T4), and its
+    one-block-per-SM control at the longest of them, where the padding can be arranged."""
+    from . import occupancy
+
+    if n not in row_lengths:
+        return ()
+    (threads,), smem = half_shared_launch(n)
+    total = smem + static_smem
+    if total > budget.max_smem_per_block_bytes or \
+            occupancy.residency(budget, threads, registers, total).resident_blocks < 1:
+        return ()
+    try:
+        control = n == max(row_lengths) and bool(one_block_per_sm_smem(budget, threads, registers, total))
+    except ValueError:
+        control = False
+    return (HALF_SHARED,) + (HALF_SHARED_ONE_PER_SM,) * control
+
+
 def half_shared_one_per_sm_launch(op: str, n: int) -> tuple[tuple, int]:
     """(block, dynamic shared memory) of ``HALF_SHARED_ONE_PER_SM`` for ``op`` ("softmax" or "rmsnorm")
     on the GPU in use."""
@@ -672,14 +693,16 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
     from .profiler import kernels_launched
     from .timing import benchmark_interleaved
 
+    from . import occupancy
     from .hardware import detect
 
     copy_fn = cuda.kernel("elementwise", "copy_vec4")
     splits = split_row_lengths if float(detect().compute_capability) >= SPLIT_MIN_CC else []
-    # The one-block-per-SM control at the longest row, where the half-shared plan fits two blocks and
-    # the one-pass kernel one.
-    def half_shared_plans(n: int) -> tuple[str, ...]:
-        return (HALF_SHARED,) * (n in split_row_lengths) + (HALF_SHARED_ONE_PER_SM,) * (n == max(split_row_lengths))
+    budget = occupancy.budget_from_device(detect())
+
+    def half_shared(op: str, n: int) -> tuple[str, ...]:
+        res = cuda.compile_family(FAMILY).resources[f"{op}_half_shared"]
+        return half_shared_plans(budget, res.registers, res.static_smem_bytes, n, split_row_lengths)
 
     cases = []
     for op in ("softmax", "rmsnorm"):
@@ -695,12 +718,12 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
                 course = {p: (lambda p=p: run_softmax(out, x, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) + half_shared_plans(n)}
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) + half_shared("softmax", n)}
                 args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) + half_shared_plans(n)}
+                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) + half_shared("rmsnorm", n)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)

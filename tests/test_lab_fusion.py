@@ -276,6 +276,24 @@ def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
         assert half >= max(others), row
 
 
+def test_recorded_control_puts_the_half_shared_gain_on_the_second_block(reductions):
+    """Notebook 08's finding at 32k: held to one block per SM, the half-shared kernel loses most of its
+    lead (at least 5 points for both ops); its early copies alone beat the one-pass softmax by a little
+    and lose to the one-pass RMSNorm."""
+    rows = {op: next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
+            for op in ("softmax", "rmsnorm")}
+
+    def pct(op: str, plan: str) -> float:
+        return rows[op][f"course {plan}, % of copy"]
+
+    for op in rows:
+        assert pct(op, lab_fusion.HALF_SHARED_ONE_PER_SM) < pct(op, lab_fusion.HALF_SHARED) - 5
+    assert 0 < pct("softmax", lab_fusion.HALF_SHARED_ONE_PER_SM) - pct("softmax", "one pass") < 5
+    assert pct("rmsnorm", lab_fusion.HALF_SHARED_ONE_PER_SM) < pct("rmsnorm", "one pass")
+    shorter = next(r for r in lab_fusion.reduction_rows(reductions, "softmax") if r["row length"] == 16384)
+    assert shorter[f"course {lab_fusion.HALF_SHARED_ONE_PER_SM}, % of copy"] == "-"   # run at the longest row only
+
+
 def test_the_one_block_per_sm_control_pads_shared_memory_until_one_block_fits():
     """The half-shared plan's 32k launch (512 threads, 64 registers, 64 KiB) fits two blocks on an
     H200 SM; the control's padding leaves one, and a block that cannot fit at all is refused."""
@@ -289,3 +307,19 @@ def test_the_one_block_per_sm_control_pads_shared_memory_until_one_block_fits():
     assert padded <= h200.max_smem_per_block_bytes
     with pytest.raises(ValueError, match="cannot run"):
         lab_fusion.one_block_per_sm_smem(h200, 512, 64, 300 * 1024)
+
+
+def test_half_shared_plans_run_where_their_blocks_fit():
+    """On an H200 both plans run at 32k and the plain one at 16k; a T4's 64 KiB a block cannot take a
+    32k row's 64 KiB of slots and the kernel's own 256 B, so there neither runs (the table shows dashes)."""
+    from course_lib import occupancy
+    from course_lib.hardware import SPECS
+
+    lengths = [16384, 32768]
+    h200, t4 = occupancy.budget(SPECS["h200"]), occupancy.budget(SPECS["t4"])
+    both = (lab_fusion.HALF_SHARED, lab_fusion.HALF_SHARED_ONE_PER_SM)
+    assert lab_fusion.half_shared_plans(h200, 64, 256, 32768, lengths) == both
+    assert lab_fusion.half_shared_plans(h200, 64, 256, 16384, lengths) == (lab_fusion.HALF_SHARED,)
+    assert lab_fusion.half_shared_plans(h200, 64, 256, 8192, lengths) == ()
+    assert lab_fusion.half_shared_plans(t4, 64, 256, 32768, lengths) == ()
+    assert lab_fusion.half_shared_plans(t4, 64, 256, 16384, lengths) == (lab_fusion.HALF_SHARED,)
