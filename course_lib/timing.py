@@ -6,7 +6,9 @@ event is reached at once, then the GPU waits while the host is still launching t
 kernel of a few microseconds, most of such a sample is the host's launch time. ``benchmark``
 therefore holds the GPU busy (a spin kernel, ``kernels/timing.cu``) before each start event, for
 longer than the host needs to enqueue the event and the timed calls, so the pair brackets GPU time
-alone. ``hold=False`` keeps the idle-GPU timing, for notebook 00 to show the difference.
+alone. A sample whose enqueue outlasts its hold all the same (a busy host) is counted
+(``Timing.late_samples``) and reported with a warning. ``hold=False`` keeps the idle-GPU timing,
+for notebook 00 to show the difference.
 ``benchmark_graph`` replays a CUDA graph instead, which also takes launch cost off the host.
 A host timer around asynchronous work measures how long it took to *enqueue* it; ``host_timed``
 exists only to show that.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -30,6 +33,9 @@ class Timing:
     """Raw per-call samples in seconds, and the summary every table reports."""
 
     samples_s: tuple[float, ...]
+    # Samples whose timed calls the host was still enqueuing when the hold before them ran out: the
+    # GPU waited for the host, so they include some of its launch time (``benchmark`` says why).
+    late_samples: int = 0
 
     def __post_init__(self):
         if not self.samples_s:
@@ -114,6 +120,14 @@ def hold_seconds(enqueue_s: float, calls: int) -> float:
     return min(2.0 * enqueue_s * calls + HOLD_FLOOR_S, HOLD_CEILING_S)
 
 
+def _warn_if_late(late: int, samples: int, hold_s: float, what: str) -> None:
+    if late:
+        warnings.warn(f"{what}: in {late} of {samples} samples the host took longer than the "
+                      f"{hold_s * 1e6:.0f} µs hold to enqueue the timed calls, so those samples include some "
+                      "host launch time. A busy host does this (another process, a notebook's output): time "
+                      "again, or capture the calls in a CUDA graph (benchmark_graph).", RuntimeWarning, stacklevel=3)
+
+
 def _check_samples(samples: int) -> None:
     if samples < MIN_SAMPLES:
         raise ValueError(f"at least {MIN_SAMPLES} samples are needed for a median and spread, got {samples}")
@@ -140,19 +154,22 @@ def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repe
     spin = GpuHold() if hold else None
     hold_s = hold_seconds(_warm_up(fn, warmup), repeat)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    out = []
+    out, late = [], 0
     for _ in range(samples):
         if flush:
             flush()
         if spin:
             spin(hold_s)
+        enqueued_from = time.perf_counter()
         start.record()
         for _ in range(repeat):
             fn()
+        late += spin is not None and time.perf_counter() - enqueued_from > hold_s
         stop.record()
         stop.synchronize()
         out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / repeat)
-    return Timing(tuple(out))
+    _warn_if_late(late, samples, hold_s, "benchmark")
+    return Timing(tuple(out), late)
 
 
 def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30, warmup: int = 3,
@@ -171,16 +188,21 @@ def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30
     spin = GpuHold() if hold else None
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     out: list[list[float]] = [[] for _ in fns]
+    late = [0] * len(fns)
     for _ in range(samples):
-        for fn, hold_s, times in zip(fns, holds, out):
+        for i, (fn, hold_s, times) in enumerate(zip(fns, holds, out)):
             if spin:
                 spin(hold_s)
+            enqueued_from = time.perf_counter()
             start.record()
             fn()
+            late[i] += spin is not None and time.perf_counter() - enqueued_from > hold_s
             stop.record()
             stop.synchronize()
             times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return [Timing(tuple(times)) for times in out]
+    for i, (n_late, hold_s) in enumerate(zip(late, holds)):
+        _warn_if_late(n_late, samples, hold_s, f"benchmark_interleaved, call {i + 1} of {len(fns)}")
+    return [Timing(tuple(times), n_late) for times, n_late in zip(out, late)]
 
 
 def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> Timing:

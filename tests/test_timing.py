@@ -64,3 +64,55 @@ def test_the_hold_outlasts_twice_the_hosts_enqueue_time_and_is_capped():
     assert hold_seconds(10e-6, 100) == pytest.approx(2e-3 + HOLD_FLOOR_S)   # many calls per sample
     assert hold_seconds(1.0, 1) == HOLD_CEILING_S
     assert hold_seconds(0.0, 1) == HOLD_FLOOR_S
+
+
+def _fake_cupy(monkeypatch, log):
+    import sys
+    import types
+
+    from course_lib import timing
+
+    monkeypatch.setattr(timing, "GpuHold", lambda: (lambda seconds: log.append(("hold", seconds))))
+    event = types.SimpleNamespace(record=lambda: None, synchronize=lambda: None)
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    cuda = types.SimpleNamespace(Event=lambda: event, get_current_stream=lambda: stream,
+                                 get_elapsed_time=lambda a, b: 1.0)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+
+
+def test_samples_the_host_enqueued_after_the_hold_ran_out_are_counted_and_reported(monkeypatch):
+    """A call that is quick in warm-up and slow afterwards outlasts its hold (twice its fastest
+    enqueue): every such sample holds host time, and the benchmark says so. A quick call does not."""
+    import time
+
+    from course_lib.timing import benchmark, benchmark_interleaved
+
+    log = []
+    _fake_cupy(monkeypatch, log)
+    calls = {"n": 0}
+
+    def slow_after_warm_up():
+        calls["n"] += 1
+        if calls["n"] > 1:
+            time.sleep(2e-3)   # far past a hold of 2 x (fastest enqueue) + 20 µs
+
+    with pytest.warns(RuntimeWarning, match="20 of 20 samples the host took longer"):
+        t = benchmark(slow_after_warm_up, samples=20, warmup=1)
+    assert t.late_samples == 20
+    calls["n"] = 0
+    with pytest.warns(RuntimeWarning, match="call 2 of 2: in 20 of 20"):
+        quick, slow = benchmark_interleaved([lambda: None, slow_after_warm_up], samples=20, warmup=1)
+    assert (quick.late_samples, slow.late_samples) == (0, 20)
+
+
+def test_an_unheld_benchmark_counts_no_late_samples(monkeypatch):
+    """hold=False times launch and all on purpose (notebook 00): nothing to warn about."""
+    import time
+    import warnings
+
+    from course_lib.timing import benchmark
+
+    _fake_cupy(monkeypatch, [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert benchmark(lambda: time.sleep(1e-3), samples=20, warmup=1, hold=False).late_samples == 0
