@@ -535,7 +535,7 @@ def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> in
     block fills an SM of ``budget`` (an ``occupancy.SmBudget``), by ``occupancy.residency``."""
     from . import occupancy
 
-    padded = max(smem, budget.smem_per_sm_bytes // 2 + 1024)
+    padded = max(smem, budget.smem_per_sm_bytes // 2 + 1024)   # past half the SM: a second block cannot fit
     if padded > budget.max_smem_per_block_bytes or \
             occupancy.residency(budget, threads, registers, padded).resident_blocks != 1:
         raise ValueError(f"{budget.name}: {padded} B of shared memory a block does not leave exactly one "
@@ -557,10 +557,12 @@ def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_leng
     if total > budget.max_smem_per_block_bytes or \
             occupancy.residency(budget, threads, registers, total).resident_blocks < 1:
         return ()
-    try:
-        control = n == max(row_lengths) and bool(one_block_per_sm_smem(budget, threads, registers, total))
-    except ValueError:
-        control = False
+    control = n == max(row_lengths)
+    if control:
+        try:
+            one_block_per_sm_smem(budget, threads, registers, total)
+        except ValueError:
+            control = False
     return (HALF_SHARED,) + (HALF_SHARED_ONE_PER_SM,) * control
 
 
@@ -585,9 +587,9 @@ def _launch_with_slots(name: str, grid: tuple, block: tuple, smem: int, args: tu
     fn(grid, block, args, shared_mem=smem)
 
 
-def _half_shared(name: str, rows: int, n: int, args: tuple, one_per_sm: bool = False) -> None:
-    block, smem = (half_shared_one_per_sm_launch(name.split("_")[0], n) if one_per_sm else half_shared_launch(n))
-    _launch_with_slots(name, (rows,), block, smem, args)
+def _half_shared(op: str, rows: int, n: int, args: tuple, one_per_sm: bool = False) -> None:
+    block, smem = half_shared_one_per_sm_launch(op, n) if one_per_sm else half_shared_launch(n)
+    _launch_with_slots(f"{op}_half_shared", (rows,), block, smem, args)
 
 
 def run_softmax(out, x, plan: str, stats=None) -> None:
@@ -596,7 +598,7 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
     ``HALF_SHARED_ONE_PER_SM``."""
     rows, n = x.shape
     if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
-        _half_shared("softmax_half_shared", rows, n, (out, x, np.int32(n)), plan == HALF_SHARED_ONE_PER_SM)
+        _half_shared("softmax", rows, n, (out, x, np.int32(n)), plan == HALF_SHARED_ONE_PER_SM)
         return
     if plan == SPLIT:
         _split("softmax_split", x, (out, x, np.int32(n)))
@@ -624,7 +626,7 @@ def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
         _launch_with_slots("rmsnorm_prefetch", grid, block, smem, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)))
         return
     if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
-        _half_shared("rmsnorm_half_shared", rows, n, (out, x, w, np.int32(n), np.float32(eps)),
+        _half_shared("rmsnorm", rows, n, (out, x, w, np.int32(n), np.float32(eps)),
                      plan == HALF_SHARED_ONE_PER_SM)
         return
     if plan == "one pass":

@@ -323,3 +323,19 @@ def test_half_shared_plans_run_where_their_blocks_fit():
     assert lab_fusion.half_shared_plans(h200, 64, 256, 8192, lengths) == ()
     assert lab_fusion.half_shared_plans(t4, 64, 256, 32768, lengths) == ()
     assert lab_fusion.half_shared_plans(t4, 64, 256, 16384, lengths) == (lab_fusion.HALF_SHARED,)
+
+
+def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
+    """Without a GPU: each op's half-shared plan reaches its kernel with the row's block and slots,
+    and the control the padded launch."""
+    import types
+
+    launched = []
+    monkeypatch.setattr(lab_fusion, "_launch_with_slots",
+                        lambda name, grid, block, smem, args: launched.append((name, grid, block, smem)))
+    monkeypatch.setattr(lab_fusion, "half_shared_one_per_sm_launch", lambda op, n: ((512,), 117504))
+    x = types.SimpleNamespace(shape=(4, 32768))
+    lab_fusion.run_softmax(None, x, lab_fusion.HALF_SHARED)
+    lab_fusion.run_rmsnorm(None, x, None, lab_fusion.HALF_SHARED_ONE_PER_SM)
+    assert launched == [("softmax_half_shared", (4,), (512,), 8 * 512 * 16),
+                        ("rmsnorm_half_shared", (4,), (512,), 117504)]
