@@ -526,7 +526,8 @@ def half_shared_launch(n: int) -> tuple[tuple, int]:
 
 # The control for HALF_SHARED: the same kernel and launch, with more shared memory asked for than it
 # uses, so that only one block fits on an SM. What it loses against HALF_SHARED is what the second
-# block per SM was worth; what is left against the one-pass kernel is the early cp.async copies.
+# block per SM was worth; what is left against the one-pass kernel is the rest of the change (the early
+# cp.async copies, 512-thread blocks, and whatever the padding does to the L1).
 HALF_SHARED_ONE_PER_SM = HALF_SHARED + ", one block per SM"
 
 
@@ -566,6 +567,7 @@ def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_leng
     return (HALF_SHARED,) + (HALF_SHARED_ONE_PER_SM,) * control
 
 
+@functools.lru_cache(maxsize=None)   # once per row length: it reads the device's attributes
 def half_shared_one_per_sm_launch(op: str, n: int) -> tuple[tuple, int]:
     """(block, dynamic shared memory) of ``HALF_SHARED_ONE_PER_SM`` for ``op`` ("softmax" or "rmsnorm")
     on the GPU in use."""
