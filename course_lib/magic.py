@@ -7,7 +7,7 @@ timing, and with ``--sanitize`` compute-sanitizer's memcheck) and keeps the verd
 """
 from __future__ import annotations
 
-from . import kernel_exercises
+from course_lib.exercises.kernel import checker as kernel_exercises
 
 USAGE = "usage: %%cuda_exercise NAME [--sanitize]   (exercises: " + ", ".join(kernel_exercises.EXERCISES) + ")"
 

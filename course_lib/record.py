@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import evidence, experiments, runtime
+from course_lib.core import runtime
+from course_lib.measure import evidence, experiments
 
 
 def main(argv: list[str] | None = None) -> int:

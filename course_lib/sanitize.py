@@ -4,7 +4,7 @@
     python -m course_lib.sanitize --list     # which kernels each smoke launch covers
 
 Each ``lab_*`` module registers a smoke function for the kernels it owns with
-``course_lib.smoke.covers``; the test suite checks that every kernel in
+``course_lib.measure.smoke.covers``; the test suite checks that every kernel in
 ``course_lib/kernels/`` is covered, so a new kernel cannot skip the sanitizer.
 Smoke launches use CuPy only (no PyTorch), at sizes that exercise edge masks.
 """
@@ -14,9 +14,9 @@ import argparse
 import sys
 from typing import Callable
 
-from . import smoke_elementwise  # noqa: F401  (registers the foundation's kernels)
-from .experiments import all_experiments
-from .smoke import SMOKE
+from course_lib.launch import elementwise as smoke_elementwise  # noqa: F401  (registers the foundation's kernels)
+from course_lib.measure.experiments import all_experiments
+from course_lib.measure.smoke import SMOKE
 
 
 def registry() -> dict[tuple[str, str], Callable[[], None]]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device helper: record the named experiments (each on its own, so one failure keeps the others),
 # then optionally run compute-sanitizer tools on a Python smoke expression. Results under $OUT.
-#   OUT=... SMOKE='from course_lib import lab_fusion; lab_fusion.fusion_smoke()' TOOLS="memcheck racecheck" \
+#   OUT=... SMOKE='from course_lib.labs import fusion as lab_fusion; lab_fusion.fusion_smoke()' TOOLS="memcheck racecheck" \
 #     bash scripts/device_run.sh fusion.chains fusion.epilogue
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -15,7 +15,7 @@ if ! $PY -c 'import nbval, nbclient, ipykernel, ipywidgets' 2>/dev/null; then
 fi
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
 export COURSE_MODE=live   # the suite's conftest.py defaults to replay; this is the live run
-$PY -c 'from course_lib import runtime; assert runtime.mode() == "live", "no usable GPU: this is the GPU test"'
+$PY -c 'from course_lib.core import runtime; assert runtime.mode() == "live", "no usable GPU: this is the GPU test"'
 
 if [ "${RECORD:-0}" = 1 ]; then
   $PY -m course_lib.record

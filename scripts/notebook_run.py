@@ -13,7 +13,7 @@ def code_hashes(nb) -> list[str]:
 
 
 def stamp_run(nb) -> None:
-    from course_lib.hardware import detect
+    from course_lib.core.hardware import detect
 
     nb.metadata["course_run"] = {
         "gpu": detect().name,

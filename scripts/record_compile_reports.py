@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib import cuda  # noqa: E402
+from course_lib.core import cuda  # noqa: E402
 
 
 def notebook_compiles() -> set[tuple[str, str, tuple[str, ...]]]:

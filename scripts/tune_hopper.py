@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from course_lib import lab_hopper as hg  # noqa: E402
-from course_lib.lab_gemm import bf16_bits_to_float32  # noqa: E402
+from course_lib.labs import hopper_gemm as hg  # noqa: E402
+from course_lib.launch.operands import bf16_bits_to_float32  # noqa: E402
 
 
 def check() -> None:
@@ -50,7 +50,7 @@ VARIANTS = [
 def time() -> None:
     import torch
 
-    from course_lib.timing import benchmark_interleaved
+    from course_lib.core.timing import benchmark_interleaved
 
     for m, n, k in ([4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]):
         a, b, ta, tb = hg._operands(m, n, k, 7)
@@ -72,7 +72,7 @@ def time() -> None:
 
 
 def ceilings() -> None:
-    from course_lib import experiments
+    from course_lib.measure import experiments
 
     for c in experiments.run("hopper.ceilings", samples=20).cases:
         print(f"{c.name:36s} {c.flop_per_s / 1e12:6.0f} TFLOP/s  regs {c.launch['registers']}")

@@ -7,7 +7,9 @@ import pkgutil
 import pytest
 
 import course_lib
-from course_lib import experiments, lab_waves, plots
+from course_lib.figures import plots
+from course_lib.labs import waves as lab_waves
+from course_lib.measure import experiments
 
 # Row builders whose other arguments come from the live run (a measured ceiling or latency): the
 # reference's rows would be computed against the learner's GPU's numbers, so they stay as they are.
@@ -48,7 +50,7 @@ def test_rows_alternate_the_learners_gpu_and_the_record_and_the_caption_says_so(
 
 
 def test_an_exercise_check_reads_only_the_learners_rows():
-    from course_lib.exercises_hopper import check_costliest
+    from course_lib.exercises.hopper_gemm import check_costliest
 
     rec = experiments.run("hopper.ablations")
     live = _as_if_live_on(rec, "NVIDIA H100 80GB HBM3", "h100")

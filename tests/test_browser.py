@@ -28,10 +28,21 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from browser_support import (ARTIFACTS, NOTEBOOKS, WIDGET_UPDATE_TIMEOUT_S, CalculatorCase, LabNotebook,
-                             LabServer, choose, copy_notebook, require_chromium, slider, toggle, typed,
-                             write_notebook)
+from browser_support import (
+    ARTIFACTS,
+    NOTEBOOKS,
+    WIDGET_UPDATE_TIMEOUT_S,
+    CalculatorCase,
+    LabNotebook,
+    LabServer,
+    choose,
+    copy_notebook,
+    require_chromium,
+    slider,
+    toggle,
+    typed,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -42,8 +53,8 @@ UPDATE_MS = WIDGET_UPDATE_TIMEOUT_S * 1000
 
 def roofline_expected(n: int, dtype: str) -> dict[str, str]:
     """What render_estimate shows for the lesson's B200, formatted as in course_lib/widgets.py."""
-    from course_lib.roofline import square_gemm
-    from course_lib.widgets import ROUND_B200
+    from course_lib.models.roofline import square_gemm
+    from course_lib.widgets.roofline import ROUND_B200
 
     e = square_gemm(n, dtype, ROUND_B200)
     return {".course-intensity": f"{e.bound.intensity:,.1f}",
@@ -65,7 +76,7 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
     """Type N, pick a dtype, move the slider, type a bad N: the answer follows the model."""
     from playwright.sync_api import expect
 
-    from course_lib.widgets import CALC_DTYPES, ROUND_B200
+    from course_lib.widgets.roofline import CALC_DTYPES, ROUND_B200
 
     gpu = nb.control(calc, "widget-dropdown", "GPU")
     dtype = nb.control(calc, "widget-dropdown", "dtype")
@@ -109,7 +120,7 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
 
 
 def roofline_model(nb: LabNotebook, calc, after: str) -> None:
-    from course_lib.widgets import CALC_DTYPES, ROUND_B200
+    from course_lib.widgets.roofline import CALC_DTYPES, ROUND_B200
 
     def expected():
         gpu = nb.read(calc, "widget-dropdown", "GPU")
@@ -133,8 +144,8 @@ GEOMETRY_BOXES = {"m": "M", "n": "N", "k": "K", "bm": "BM", "bn": "BN", "bk": "B
 
 
 def geometry_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_geometry's spans (course_lib/widgets_occupancy.py) from course_lib.launch_geometry."""
-    from course_lib import launch_geometry as lg
+    """render_geometry's spans (course_lib/widgets_occupancy.py) from course_lib.models.launch_geometry."""
+    from course_lib.models import launch_geometry as lg
 
     def expected():
         v = {key: nb.read_int(calc, label) for key, label in GEOMETRY_BOXES.items()}
@@ -160,7 +171,7 @@ def geometry_scenario(nb: LabNotebook, calc) -> None:
     """Switch to operand B (its row stride becomes N), then type a program id past the grid."""
     from playwright.sync_api import expect
 
-    from course_lib import launch_geometry as lg
+    from course_lib.models import launch_geometry as lg
 
     n = nb.read_int(calc, "N")
     nb.make(calc, toggle("operand", "B"))
@@ -178,10 +189,10 @@ def geometry_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 03: residency / occupancy
 
 def residency_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_residency's spans (course_lib/widgets_occupancy.py) from course_lib.occupancy, for the
+    """render_residency's spans (course_lib/widgets_occupancy.py) from course_lib.models.occupancy, for the
     SMs the calculator offers in replay mode (the lesson's SM and the spec table; not "custom")."""
-    from course_lib import occupancy as occ
-    from course_lib.hardware import KIB
+    from course_lib.core.hardware import KIB
+    from course_lib.models import occupancy as occ
 
     budgets = {b.name: b for b in (occ.ILLUSTRATIVE_SM, *occ.spec_budgets())}
 
@@ -222,9 +233,9 @@ def residency_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 04: sectors
 
 def sector_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_sectors' spans (course_lib/widgets_memory.py) from course_lib.memory."""
-    from course_lib import memory
-    from course_lib.widgets_memory import SectorCalculator
+    """render_sectors' spans (course_lib/widgets_memory.py) from course_lib.models.memory."""
+    from course_lib.models import memory
+    from course_lib.widgets.memory import SectorCalculator
 
     pattern_of, size_of = dict(SectorCalculator.PATTERNS), dict(SectorCalculator.SIZES)
 
@@ -255,9 +266,9 @@ def sector_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 05: banks
 
 def bank_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_banks' spans (course_lib/widgets_memory.py) from course_lib.memory."""
-    from course_lib import memory
-    from course_lib.widgets_memory import BankCalculator
+    """render_banks' spans (course_lib/widgets_memory.py) from course_lib.models.memory."""
+    from course_lib.models import memory
+    from course_lib.widgets.memory import BankCalculator
 
     pattern_of, size_of = dict(BankCalculator.PATTERNS), dict(BankCalculator.SIZES)
 
@@ -296,9 +307,9 @@ TILE_BOXES = {"bm": "B_M", "bn": "B_N", "bk": "B_K", "stages": "stages", "thread
 
 
 def tile_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_tile's spans (course_lib/widgets_tiling.py) from course_lib.tiling, for the spec-table GPUs."""
-    from course_lib import tiling
-    from course_lib.hardware import KIB, SPECS
+    """render_tile's spans (course_lib/widgets_tiling.py) from course_lib.models.tiling, for the spec-table GPUs."""
+    from course_lib.core.hardware import KIB, SPECS
+    from course_lib.models import tiling
 
     gpus = {g.name: g for g in SPECS.values()}
 
@@ -337,9 +348,9 @@ WAVE_BOXES = {"m": "M", "n": "N", "bm": "BM", "bn": "BN", "split": "split-K", "r
 
 
 def wave_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_waves' spans (course_lib/widgets_waves.py) from course_lib.waves, for the spec-table GPUs."""
-    from course_lib import waves
-    from course_lib.hardware import SPECS
+    """render_waves' spans (course_lib/widgets_waves.py) from course_lib.models.waves, for the spec-table GPUs."""
+    from course_lib.core.hardware import SPECS
+    from course_lib.models import waves
 
     sms = {g.name: g.sm_count for g in SPECS.values()}
 
@@ -398,7 +409,7 @@ CALCULATORS = [
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.
 MINIMAL = CalculatorCase(id="minimal", notebook="minimal_calculator.ipynb", anchor="N =", move=slider("N"),
                          screenshot="minimal_calculator.png", model=roofline_model, scenario=roofline_scenario)
-MINIMAL_SOURCES = ["from course_lib.widgets import roofline_calculator",
+MINIMAL_SOURCES = ["from course_lib.widgets.base import roofline_calculator",
                    "calc = roofline_calculator(); calc"]
 
 
@@ -420,9 +431,8 @@ def lab_server(chromium, tmp_path_factory, request):
 
 @pytest.fixture(scope="module")
 def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
     from browser_support import CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
     try:

@@ -1,7 +1,7 @@
 """Every kernel compiles for every supported architecture with NVRTC; no GPU needed."""
 import pytest
 
-from course_lib import cuda
+from course_lib.core import cuda
 
 TARGETS = [*cuda.COMPILE_TEST_ARCHS, "sm_90a"]
 KERNELS = [(f, k) for f in cuda.families() for k in cuda.kernel_names(f)]

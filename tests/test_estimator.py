@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from course_lib import estimator as e
+from course_lib.models import estimator as e
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from course_lib import evidence, experiments
-from course_lib.evidence import RECORDED_DIR, NotRecorded
+from course_lib.measure import evidence, experiments
+from course_lib.measure.evidence import RECORDED_DIR, NotRecorded
 
 RECORD_FILES = sorted(RECORDED_DIR.glob("*/*.json"))
 

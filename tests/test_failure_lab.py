@@ -2,9 +2,19 @@
 
 import pytest
 
-from course_lib import experiments, failures, kernel_exercises as ke, lab_failures as lf
-from course_lib.exercises_failures import CLEARED, SUSPECTS, check_diagnosis, check_lower_bound, mystery_lower_bound_s
-from course_lib.widgets_failures import LETTERS, failure_quiz
+from course_lib.exercises.failure_lab import (
+    CLEARED,
+    SUSPECTS,
+    check_diagnosis,
+    check_lower_bound,
+    mystery_lower_bound_s,
+)
+from course_lib.exercises import failure_lab as failure_checks
+from course_lib.exercises.kernel import checker as ke
+from course_lib.labs import failure_lab as lf
+from course_lib.measure import experiments
+from course_lib.models import failures
+from course_lib.widgets.failure_lab import LETTERS, failure_quiz
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +82,7 @@ def test_the_quiz_widget_checks_the_chosen_letter_and_shows_the_evidence():
     quiz = failure_quiz("resources")
     assert [n for _, n in quiz.number.options] == [f.number for f in failures.by_family("resources")]
     quiz.number.value = 7
-    right = LETTERS[failures.choices(7).index(failures.failure(7).explanation)]
+    right = LETTERS[failure_checks.choices(7).index(failures.failure(7).explanation)]
     wrong = next(x for x in LETTERS if x != right)
     quiz.answer.value = wrong
     quiz._check()
@@ -101,8 +111,8 @@ def test_the_compile_report_comes_from_the_record_where_nvrtc_is_missing(mystery
 
 
 def test_family_scenarios_accept_the_right_families_and_reveal_no_scenario_when_wrong():
-    from course_lib.exercises_failures import FAMILY_SCENARIOS, check_families
-    from course_lib.failures import FAMILIES
+    from course_lib.exercises.failure_lab import FAMILY_SCENARIOS, check_families
+    from course_lib.models.failures import FAMILIES
 
     right = dict(FAMILY_SCENARIOS)
     assert check_families(right).correct

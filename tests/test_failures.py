@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import failures
-from course_lib.failures import FAILURES, FAMILIES, Failure
+from course_lib.exercises import failure_lab as quiz
+from course_lib.labs import failure_lab as failure_records
+from course_lib.models import failures
+from course_lib.models.failures import FAILURES, FAMILIES, Failure
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -133,19 +135,19 @@ def test_lookup_errors():
 
 def test_quiz_right_answer():
     for f in FAILURES:
-        v = failures.check_answer(f.number, f.family)
+        v = quiz.check_answer(f.number, f.family)
         assert v.correct, f.number
         assert v.startswith("Correct")
         assert f.explanation in v
         if f.notebook is not None:
             assert failures.link(f) in v
-    assert failures.check_answer(9, "  Resources ").correct
+    assert quiz.check_answer(9, "  Resources ").correct
 
 
 def test_quiz_wrong_answer_gives_a_hint_not_the_answer():
     for f in FAILURES:
         wrong = next(x for x in FAMILIES if x != f.family)
-        v = failures.check_answer(f.number, wrong)
+        v = quiz.check_answer(f.number, wrong)
         assert not v.correct, f.number
         assert "Correct" not in v
         assert f.mistake in v
@@ -156,19 +158,19 @@ def test_quiz_wrong_answer_gives_a_hint_not_the_answer():
 
 def test_quiz_unknown_family_lists_the_allowed_ones():
     for guess in ("caching", "", "memory"):
-        v = failures.check_answer(12, guess)
+        v = quiz.check_answer(12, guess)
         assert not v.correct
         assert "Correct" not in v
         for family in FAMILIES:
             assert f'"{family}"' in v
-    v = failures.check_answer(12, None)
+    v = quiz.check_answer(12, None)
     assert not v.correct
     with pytest.raises(ValueError):
-        failures.check_answer(36, "resources")
+        quiz.check_answer(36, "resources")
 
 
 def test_module_is_pure():
-    source = (ROOT / "course_lib" / "failures.py").read_text(encoding="utf-8")
+    source = (ROOT / "course_lib" / "models" / "failures.py").read_text(encoding="utf-8")
     assert not re.search(r"^\s*(import|from)\s+(cupy|torch|json|pathlib)\b", source, re.M)
 
 
@@ -183,7 +185,7 @@ def test_every_contrast_is_a_case_of_the_same_record_and_not_the_case_itself():
 
 
 def test_evidence_reads_the_recorded_medians_and_compares_like_with_like():
-    text = failures.evidence(failures.failure(25))
+    text = failure_records.evidence(failures.failure(25))
     record = json.loads((RECORDS / "timing.measuring_correctly.json").read_text(encoding="utf-8"))
     samples = {c["name"]: sorted(c["samples_s"]) for c in record["cases"]}
     host = samples["host timer, no synchronize, n=16777216"]
@@ -193,26 +195,26 @@ def test_evidence_reads_the_recorded_medians_and_compares_like_with_like():
     assert f"{median(host) * 1e6:,.1f} µs" in text and f"{median(events) * 1e6:,.1f} µs" in text
     assert f"{median(host) / median(events):.2f}× the time for the same work" in text
     # different work (mma.sync against wgmma over other FLOP counts): rates, no time ratio
-    ceilings = failures.evidence(failures.failure(22))
+    ceilings = failure_records.evidence(failures.failure(22))
     assert "TFLOP/s" in ceilings and "× the time" not in ceilings
-    assert failures.evidence(failures.failure(11)) is None
-    assert all(failures.evidence(f) for f in failures.demonstrated())
+    assert failure_records.evidence(failures.failure(11)) is None
+    assert all(failure_records.evidence(f) for f in failures.demonstrated())
 
 
 def test_the_explanation_quiz_accepts_only_the_failures_own_explanation():
     for f in FAILURES:
-        options = failures.choices(f.number)
+        options = quiz.choices(f.number)
         assert len(options) == 3 == len(set(options)) and f.explanation in options
-        assert options == failures.choices(f.number)          # the same order every time
+        assert options == quiz.choices(f.number)          # the same order every time
         family = {g.explanation for g in failures.by_family(f.family)}
         assert set(options) <= family
-        right = failures.check_choice(f.number, f.explanation)
+        right = quiz.check_choice(f.number, f.explanation)
         assert right.correct and f.explanation in right
         if f.notebook:
             assert failures.link(f) in right
         for wrong in (o for o in options if o != f.explanation):
-            v = failures.check_choice(f.number, wrong)
+            v = quiz.check_choice(f.number, wrong)
             assert not v.correct and f.explanation not in v
-    assert not failures.check_choice(5, None).correct
-    assert "not one of the three" in failures.check_choice(5, failures.failure(30).explanation)
-    assert "Measured: recorded on" in failures.check_choice(25, failures.failure(25).explanation)
+    assert not quiz.check_choice(5, None).correct
+    assert "not one of the three" in quiz.check_choice(5, failures.failure(30).explanation)
+    assert "Measured: recorded on" in quiz.check_choice(25, failures.failure(25).explanation)

@@ -4,11 +4,11 @@ import re
 
 import pytest
 
-from course_lib import fusion, roofline
-from course_lib.fusion import Chain, Op
-from course_lib.hardware import SPECS
-from course_lib.widgets import _fmt_seconds
-from course_lib.widgets_fusion import IDENTICAL, fusion_calculator
+from course_lib.core.hardware import SPECS
+from course_lib.models import fusion, roofline
+from course_lib.models.fusion import Chain, Op
+from course_lib.widgets.base import _fmt_seconds
+from course_lib.widgets.fusion import IDENTICAL, fusion_calculator
 
 H200 = SPECS["h200"]
 N = 1 << 20

@@ -13,8 +13,8 @@ if os.environ.get("COURSE_MODE") != "live":
 def test_elementwise_kernels_match_reference(kernel, n):
     import cupy
 
-    from course_lib import cuda
-    from course_lib.experiments import elementwise_launch
+    from course_lib.core import cuda
+    from course_lib.launch.elementwise import geometry as elementwise_launch
 
     a = cupy.random.random(n, dtype=cupy.float32)
     b = cupy.random.random(n, dtype=cupy.float32)
@@ -27,7 +27,7 @@ def test_elementwise_kernels_match_reference(kernel, n):
 
 
 def test_live_experiment_validates():
-    from course_lib import evidence, experiments
+    from course_lib.measure import evidence, experiments
 
     r = experiments.run("machine.copy_bandwidth", n_bytes=1 << 26)
     assert r.mode == "live" and evidence.validate(r.to_record("test")) == []

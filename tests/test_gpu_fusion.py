@@ -9,16 +9,16 @@ if os.environ.get("COURSE_MODE") != "live":
 
 
 def test_fusion_kernels_are_correct_at_edge_sizes():
-    from course_lib import lab_fusion
+    from course_lib.launch import fusion
 
-    lab_fusion.fusion_smoke()
+    fusion.fusion_smoke()
 
 
 def test_softmax_of_a_row_with_minus_infinity_and_a_spilled_variant():
     import cupy
     import numpy as np
 
-    from course_lib import lab_fusion
+    from course_lib.launch import fusion
 
     x = cupy.random.default_rng(0).standard_normal((3, 65536), dtype=cupy.float32)
     x[1, ::7] = -np.inf   # masked positions, as attention masks write them
@@ -27,5 +27,5 @@ def test_softmax_of_a_row_with_minus_infinity_and_a_spilled_variant():
     out, stats = cupy.empty_like(x), cupy.empty(6, dtype=cupy.float32)
     for plan in ("one pass", "two pass"):
         out.fill(np.nan)
-        lab_fusion.run_softmax(out, x, plan, stats)
+        fusion.run_softmax(out, x, plan, stats)
         assert float(cupy.abs(out - ref).max()) <= 1e-4 * float(ref.max()), plan

@@ -16,15 +16,15 @@ SHAPES = [(1, 1, 1), (31, 33, 17), (128, 128, 128), (257, 130, 515), (1000, 333,
 def test_fp32_kernels_match_float64(kernel, shape):
     import cupy
 
-    from course_lib import lab_gemm
+    from course_lib.launch import gemm_fp32, operands
 
     m, n, k = shape
-    a, b = lab_gemm._random((m, k), 11), lab_gemm._random((k, n), 12)
+    a, b = operands.random_operand((m, k), 11), operands.random_operand((k, n), 12)
     c = cupy.full((m, n), float("nan"), dtype=cupy.float32)
-    lab_gemm.run_fp32(kernel, a, b, c)
+    gemm_fp32.run_fp32(kernel, a, b, c)
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     err = float(cupy.abs(c - ref).max())
-    assert err <= lab_gemm.fp32_tolerance(k) * float(cupy.abs(ref).max()), err
+    assert err <= operands.fp32_tolerance(k) * float(cupy.abs(ref).max()), err
 
 
 # Aligned shapes with edge blocks and a partial last K tile, and with many more K tiles than stages.
@@ -37,23 +37,23 @@ def test_bf16_mma_matches_float64_and_cublas(shape, copies):
     import cupy
     import torch
 
-    from course_lib import lab_gemm
+    from course_lib.launch import gemm_bf16, operands
 
     m, n, k = shape
-    a = lab_gemm.to_bf16_bits(lab_gemm._random((m, k), 13))
-    b = lab_gemm.to_bf16_bits(lab_gemm._random((k, n), 14))
+    a = operands.to_bf16_bits(operands.random_operand((m, k), 13))
+    b = operands.to_bf16_bits(operands.random_operand((k, n), 14))
     c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
-    lab_gemm.run_bf16(a, b, c, copies=copies)
-    got = lab_gemm.bf16_bits_to_float32(c)
-    exact = lab_gemm.bf16_bits_to_float32(a).astype(cupy.float64) @ lab_gemm.bf16_bits_to_float32(b).astype(cupy.float64)
+    gemm_bf16.run_bf16(a, b, c, copies=copies)
+    got = operands.bf16_bits_to_float32(c)
+    exact = operands.bf16_bits_to_float32(a).astype(cupy.float64) @ operands.bf16_bits_to_float32(b).astype(cupy.float64)
     scale = float(cupy.abs(exact).max())
-    assert float(cupy.abs(got - exact).max()) <= lab_gemm.bf16_tolerance_rel() * scale
-    lib = cupy.asarray(torch.mm(lab_gemm._torch_view(a), lab_gemm._torch_view(b)).float())
-    assert float(cupy.abs(got - lib).max()) <= lab_gemm.bf16_tolerance_rel() * scale
+    assert float(cupy.abs(got - exact).max()) <= operands.bf16_tolerance_rel() * scale
+    lib = cupy.asarray(torch.mm(operands.torch_view(a), operands.torch_view(b)).float())
+    assert float(cupy.abs(got - lib).max()) <= operands.bf16_tolerance_rel() * scale
 
 
 def test_gemm_experiments_record_valid_evidence():
-    from course_lib import evidence, experiments
+    from course_lib.measure import evidence, experiments
 
     for name, params in (("gemm.fp32_ladder", {"sizes": [256, 512], "samples": 20}),
                          ("gemm.bf16_mma", {"sizes": [512], "samples": 20}),
@@ -63,7 +63,7 @@ def test_gemm_experiments_record_valid_evidence():
 
 
 def test_smoke_launches_pass():
-    from course_lib import lab_gemm
+    from course_lib.launch import gemm_bf16, gemm_fp32
 
-    lab_gemm.fp32_smoke()
-    lab_gemm.bf16_smoke()
+    gemm_fp32.fp32_smoke()
+    gemm_bf16.bf16_smoke()

@@ -11,21 +11,21 @@ if os.environ.get("COURSE_MODE") != "live":
 
 @pytest.fixture(scope="module", autouse=True)
 def hopper():
-    from course_lib.hardware import detect
+    from course_lib.core.hardware import detect
 
     if str(detect().compute_capability) != "9.0":
         pytest.skip("notebook 10's kernels need compute capability 9.0")
 
 
 def test_every_rung_is_correct_at_edge_shapes():
-    from course_lib import lab_hopper
+    from course_lib.labs import hopper_gemm as lab_hopper
 
     lab_hopper.hopper_smoke()
     lab_hopper.ceiling_smoke()
 
 
 def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():
-    from course_lib import lab_hopper
+    from course_lib.labs import hopper_gemm as lab_hopper
 
     a, b, _, _ = lab_hopper._operands(64, 64, 20, 1)
     with pytest.raises(ValueError, match="multiple of 8"):
@@ -33,7 +33,7 @@ def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():
 
 
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
-    from course_lib import lab_hopper
+    from course_lib.labs import hopper_gemm as lab_hopper
 
     said = lab_hopper._wrong_byte_count(timeout_s=60)
     assert "hung" not in said, said

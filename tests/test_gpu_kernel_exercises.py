@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gpu
 if os.environ.get("COURSE_MODE") != "live":
     pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
 
-from course_lib import kernel_exercises as ke  # noqa: E402
+from course_lib.exercises.kernel import checker as ke  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(ke.EXERCISES))

@@ -9,6 +9,6 @@ if os.environ.get("COURSE_MODE") != "live":
 
 
 def test_pipeline_kernels_are_correct_at_edge_sizes():
-    from course_lib import lab_pipeline
+    from course_lib.launch import pipeline
 
-    lab_pipeline.pipeline_smoke()
+    pipeline.pipeline_smoke()

@@ -9,7 +9,7 @@ if os.environ.get("COURSE_MODE") != "live":
 
 
 def test_scheduled_and_narrow_variants_are_correct_at_edge_shapes():
-    from course_lib import lab_waves
+    from course_lib.labs import waves as lab_waves
 
     lab_waves.scheduled_smoke()
 
@@ -18,22 +18,23 @@ def test_scheduled_and_narrow_variants_are_correct_at_edge_shapes():
 def test_split_k_and_persistent_grids_at_an_aligned_shape_with_tails(split_k, grid):
     import cupy
 
-    from course_lib import lab_gemm, lab_waves
+    from course_lib.labs import waves as lab_waves
+    from course_lib.launch import operands
 
     m, n, k = 1000, 776, 1096   # edge tiles in M and N, a partial last K tile, uneven slices
     a, b, c = lab_waves._operands(m, n, k, 3)
     work = cupy.empty(split_k * m * n, dtype=cupy.float32)
     c.fill(0xFFFF)
     lab_waves.run(a, b, c, lab_waves.SCHEDULED, grid_blocks=grid, split_k=split_k, workspace=work)
-    ref = lab_gemm.bf16_bits_to_float32(a).astype(cupy.float64) @ lab_gemm.bf16_bits_to_float32(b).astype(cupy.float64)
-    err = float(cupy.abs(lab_gemm.bf16_bits_to_float32(c) - ref).max())
-    assert err <= lab_gemm.bf16_tolerance_rel() * float(cupy.abs(ref).max()), err
+    ref = operands.bf16_bits_to_float32(a).astype(cupy.float64) @ operands.bf16_bits_to_float32(b).astype(cupy.float64)
+    err = float(cupy.abs(operands.bf16_bits_to_float32(c) - ref).max())
+    assert err <= operands.bf16_tolerance_rel() * float(cupy.abs(ref).max()), err
 
 
 def test_split_k_without_the_scheduled_variant_is_refused():
     import cupy
 
-    from course_lib import lab_waves
+    from course_lib.labs import waves as lab_waves
 
     a, b, c = lab_waves._operands(64, 64, 64, 1)
     with pytest.raises(ValueError, match="TC_SCHEDULED"):
@@ -42,9 +43,9 @@ def test_split_k_without_the_scheduled_variant_is_refused():
 
 @pytest.mark.parametrize("blocks", [1, 90, 270])
 def test_the_placement_probe_accounts_for_every_block(blocks):
-    from course_lib import lab_waves
-    from course_lib.hardware import detect
-    from course_lib.lab_gemm import bf16_geometry
+    from course_lib.core.hardware import detect
+    from course_lib.labs import waves as lab_waves
+    from course_lib.launch.gemm_bf16 import bf16_geometry
 
     info = detect()
     _, block, smem = bf16_geometry(2304, 1920, lab_waves.SCHEDULED)

@@ -1,7 +1,7 @@
 import pytest
 
-from course_lib import hardware
-from course_lib.hardware import SPECS
+from course_lib.core import hardware
+from course_lib.core.hardware import SPECS
 
 
 def test_table_covers_the_course_gpus():

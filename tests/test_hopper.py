@@ -5,8 +5,16 @@ import re
 
 import pytest
 
-from course_lib import cuda, experiments, hopper, lab_hopper
-from course_lib.exercises_hopper import best_consumer_registers, check_costliest, check_descriptor, check_register_plan
+from course_lib.core import cuda
+from course_lib.exercises.hopper_gemm import (
+    best_consumer_registers,
+    check_costliest,
+    check_descriptor,
+    check_register_plan,
+)
+from course_lib.labs import hopper_gemm as lab_hopper
+from course_lib.measure import experiments
+from course_lib.models import hopper
 
 
 def kernel_descriptor(address: int) -> int:
@@ -210,7 +218,7 @@ def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
     variant runs once and is checked, then cuBLAS and the variants are timed call by call, in order."""
     import torch
 
-    from course_lib import timing
+    from course_lib.core import timing
 
     launched, checked = [], []
     monkeypatch.setattr(lab_hopper, "_nan_output", lambda m, n: {"shape": (m, n)})
@@ -224,7 +232,7 @@ def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
             fn()
         return [f"timing {i}" for i in range(len(calls))]
 
-    monkeypatch.setattr(timing, "benchmark_interleaved", interleaved)
+    monkeypatch.setattr(lab_hopper, "benchmark_interleaved", interleaved)
     a, b = torch.zeros(3, 8), torch.zeros(5, 8)
     variants = {"first": ("hgemm_5_persistent", {}, 0), "second": ("hgemm_1_tma_wgmma", {"HG_STAGES": 3}, 4096)}
     t_lib, timed = lab_hopper._timed_beside_cublas(variants, a, b, a, b, None, 20)

@@ -3,8 +3,8 @@ its static checks; wrong solutions the static checks can see are rejected with t
 message; compile errors name the cell's own lines; bad input is told what to do."""
 import pytest
 
-from course_lib import kernel_exercises as ke
 from course_lib import magic
+from course_lib.exercises.kernel import checker as ke
 
 
 @pytest.fixture(autouse=True)
@@ -174,7 +174,7 @@ def test_each_exercise_has_its_cell_in_its_notebook_starting_from_the_starter(na
 
 
 def test_an_exercise_for_a_newer_gpu_says_so_and_checks_what_it_can(monkeypatch):
-    from course_lib import cuda
+    from course_lib.core import cuda
 
     monkeypatch.setattr(cuda, "target_arch", lambda: "sm_75")
     verdict = ke.check("async_pipeline", ke.ASYNC_PIPELINE.solution, live=True)
@@ -187,7 +187,8 @@ def test_every_exercise_has_live_cases_and_their_imports_resolve():
     import ast
     import inspect
 
-    from course_lib import exercise_runner, kernel_exercise_set
+    from course_lib.exercises.kernel import catalog as kernel_exercise_set
+    from course_lib.exercises.kernel import runner as exercise_runner
 
     assert set(exercise_runner.CASES) == set(ke.EXERCISES)
     tree = ast.parse(inspect.getsource(exercise_runner))   # the runner imports lazily, inside each case
@@ -198,10 +199,11 @@ def test_every_exercise_has_live_cases_and_their_imports_resolve():
 
 
 def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
-    from course_lib import exercise_runner, timing
+    from course_lib.core import timing
+    from course_lib.exercises.kernel import runner as exercise_runner
 
     calls = []
-    monkeypatch.setattr(timing, "benchmark", lambda fn, samples: (calls.append((fn(), samples)),
+    monkeypatch.setattr(exercise_runner, "benchmark", lambda fn, samples: (calls.append((fn(), samples)),
                                                                   timing.Timing((2e-6,) * samples))[1])
     got = exercise_runner._timed("8×8", lambda: "yours", lambda: "course", "family.kernel")
     assert calls == [("yours", exercise_runner.TIMING_SAMPLES), ("course", exercise_runner.TIMING_SAMPLES)]
@@ -222,7 +224,7 @@ def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_incl
 
 
 def test_a_failed_launch_names_the_exercises_likely_cause():
-    from course_lib.kernel_exercises import _live_lines
+    from course_lib.exercises.kernel.checker import _live_lines
 
     run = {"cases": [], "error": "CUDADriverError: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"}
     _, lines = _live_lines(ke.WARP_SPECIALIZED, run, 20)

@@ -5,22 +5,25 @@ import dataclasses
 import numpy as np
 import pytest
 
-from course_lib import experiments, fusion, lab_fusion
-from course_lib.exercises_fusion import check_bytes_saved, check_faster
+from course_lib.exercises.fusion import check_bytes_saved, check_faster
+from course_lib.labs import fusion as lab_fusion
+from course_lib.launch import fusion as fusion_launch
+from course_lib.measure import experiments
+from course_lib.models import fusion
 
 
 def test_chain_source_has_one_kernel_per_op_and_a_fused_one():
-    ops = [lab_fusion.affine_op(i) for i in range(3)]
-    src = lab_fusion.chain_source(ops)
+    ops = [fusion_launch.affine_op(i) for i in range(3)]
+    src = fusion_launch.chain_source(ops)
     for name in ("op_1", "op_2", "op_3", "fused_chain"):
         assert f'extern "C" __global__ void {name}(' in src
     assert src.count("x = fmaf(") == 12 and "op_4" not in src
     with pytest.raises(ValueError, match="at least one op"):
-        lab_fusion.chain_source([])
+        fusion_launch.chain_source([])
 
 
 def test_affine_coefficients_are_exact_in_fp32_and_distinct():
-    coeffs = [ab for i in range(32) for ab in lab_fusion.affine_op(i).coefficients]
+    coeffs = [ab for i in range(32) for ab in fusion_launch.affine_op(i).coefficients]
     assert all(np.float32(a) == a and np.float32(b) == b for a, b in coeffs)
     assert all(abs(a) < 1 for a, _ in coeffs)
     # neighbouring steps differ, so no two consecutive FMAs could be folded into one
@@ -28,7 +31,7 @@ def test_affine_coefficients_are_exact_in_fp32_and_distinct():
 
 
 def test_apply_matches_the_generated_statements():
-    op = lab_fusion.affine_op(5)
+    op = fusion_launch.affine_op(5)
     x = np.linspace(-1, 1, 7)
     want = x.copy()
     for stmt in op.statements:
@@ -39,21 +42,21 @@ def test_apply_matches_the_generated_statements():
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 1024, 1025, 2**26 + 3])
 def test_chain_launch_covers_every_element(n):
-    (blocks,), (threads,) = lab_fusion.chain_launch(n)
+    (blocks,), (threads,) = fusion_launch.chain_launch(n)
     assert blocks >= 1
     assert blocks * threads * 4 >= n - n % 4 and blocks * threads >= n % 4
 
 
 @pytest.mark.parametrize("n", [1, 5, 1000, 1024, 4097, 32768])
 def test_one_pass_rows_fit_the_default_registers_up_to_32k(n):
-    t = lab_fusion.row_threads(n)
+    t = fusion_launch.row_threads(n)
     assert 32 <= t <= 1024 and t & (t - 1) == 0
-    assert n <= t * 4 * lab_fusion._row_vecs_default()
-    assert lab_fusion.one_pass_row_vecs(n) == lab_fusion._row_vecs_default()
+    assert n <= t * 4 * fusion_launch._row_vecs_default()
+    assert fusion_launch.one_pass_row_vecs(n) == fusion_launch._row_vecs_default()
 
 
 def test_longer_rows_need_more_registers_than_a_1024_thread_block_has():
-    assert lab_fusion.one_pass_row_vecs(65536) == 16 and lab_fusion.one_pass_row_vecs(131072) == 32
+    assert fusion_launch.one_pass_row_vecs(65536) == 16 and fusion_launch.one_pass_row_vecs(131072) == 32
 
 
 def test_attention_ledger():
@@ -208,10 +211,10 @@ def test_recorded_epilogue_profile_counts_each_addition(epilogue):
 
 
 def test_epilogue_defines_name_the_variant():
-    assert lab_fusion.epilogue_defines(False) == {"TC_EPILOGUE": 1}
-    assert lab_fusion.epilogue_defines(True, gelu=False) == {"TC_EPILOGUE": 2, "TC_EPILOGUE_GELU": 0}
-    assert lab_fusion.epilogue_defines(True, libm_tanh=True) == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
-    assert lab_fusion.epilogue_defines(False, staged=True) == {"TC_EPILOGUE": 1, "TC_STAGE_C": 1}
+    assert fusion_launch.epilogue_defines(False) == {"TC_EPILOGUE": 1}
+    assert fusion_launch.epilogue_defines(True, gelu=False) == {"TC_EPILOGUE": 2, "TC_EPILOGUE_GELU": 0}
+    assert fusion_launch.epilogue_defines(True, libm_tanh=True) == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
+    assert fusion_launch.epilogue_defines(False, staged=True) == {"TC_EPILOGUE": 1, "TC_STAGE_C": 1}
 
 
 def test_recorded_attention_gap_grows_with_the_sequence():
@@ -245,7 +248,7 @@ def test_prediction_exercise_follows_the_measurement(reductions):
 
 def test_the_prefetching_rmsnorm_refuses_rows_longer_than_its_registers_hold():
     with pytest.raises(ValueError, match="two-pass"):
-        lab_fusion.prefetch_launch(4, 4 * 8 * 1024 + 4)
+        fusion_launch.prefetch_launch(4, 4 * 8 * 1024 + 4)
 
 
 def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
@@ -253,16 +256,16 @@ def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
     on leaves the 32k one-pass RMSNorm where it was (within 2 points), below the 85% of the copy."""
     red = experiments.replay("fusion.reductions", experiments.resolve_params("fusion.reductions"), "h200")
     row = next(r for r in lab_fusion.reduction_rows(red, "rmsnorm") if r["row length"] == 32768)
-    one, pre = row["course one pass, % of copy"], row[f"course {lab_fusion.PREFETCH}, % of copy"]
+    one, pre = row["course one pass, % of copy"], row[f"course {fusion_launch.PREFETCH}, % of copy"]
     assert abs(one - pre) < 2 and pre < 85
 
 
 def test_half_shared_rows_take_512_threads_and_shared_slots_only_when_needed():
-    assert lab_fusion.half_shared_launch(32768) == ((512,), 8 * 512 * 16)    # 16k in registers, 16k shared
-    assert lab_fusion.half_shared_launch(16384) == ((256,), 8 * 256 * 16)
-    assert lab_fusion.half_shared_launch(1000) == ((32,), 0)                 # fits the registers alone
+    assert fusion_launch.half_shared_launch(32768) == ((512,), 8 * 512 * 16)    # 16k in registers, 16k shared
+    assert fusion_launch.half_shared_launch(16384) == ((256,), 8 * 256 * 16)
+    assert fusion_launch.half_shared_launch(1000) == ((32,), 0)                 # fits the registers alone
     with pytest.raises(ValueError, match="two-pass"):
-        lab_fusion.half_shared_launch(32769)
+        fusion_launch.half_shared_launch(32769)
 
 
 def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
@@ -270,7 +273,7 @@ def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
     one-pass kernels, the split and the prefetch miss there, and beat PyTorch and torch.compile."""
     for op in ("softmax", "rmsnorm"):
         row = next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
-        half = row[f"course {lab_fusion.HALF_SHARED}, % of copy"]
+        half = row[f"course {fusion_launch.HALF_SHARED}, % of copy"]
         assert half >= 85 and half > row["course one pass, % of copy"] + 3, row
         others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
         assert half >= max(others), row
@@ -287,42 +290,42 @@ def test_recorded_control_puts_the_half_shared_gain_on_the_second_block(reductio
         return rows[op][f"course {plan}, % of copy"]
 
     for op in rows:
-        assert pct(op, lab_fusion.HALF_SHARED_ONE_PER_SM) < pct(op, lab_fusion.HALF_SHARED) - 5
-    assert 0 < pct("softmax", lab_fusion.HALF_SHARED_ONE_PER_SM) - pct("softmax", "one pass") < 5
-    assert pct("rmsnorm", lab_fusion.HALF_SHARED_ONE_PER_SM) < pct("rmsnorm", "one pass")
+        assert pct(op, fusion_launch.HALF_SHARED_ONE_PER_SM) < pct(op, fusion_launch.HALF_SHARED) - 5
+    assert 0 < pct("softmax", fusion_launch.HALF_SHARED_ONE_PER_SM) - pct("softmax", "one pass") < 5
+    assert pct("rmsnorm", fusion_launch.HALF_SHARED_ONE_PER_SM) < pct("rmsnorm", "one pass")
     shorter = next(r for r in lab_fusion.reduction_rows(reductions, "softmax") if r["row length"] == 16384)
-    assert shorter[f"course {lab_fusion.HALF_SHARED_ONE_PER_SM}, % of copy"] == "-"   # run at the longest row only
+    assert shorter[f"course {fusion_launch.HALF_SHARED_ONE_PER_SM}, % of copy"] == "-"   # run at the longest row only
 
 
 def test_the_one_block_per_sm_control_pads_shared_memory_until_one_block_fits():
     """The half-shared plan's 32k launch (512 threads, 64 registers, 64 KiB) fits two blocks on an
     H200 SM; the control's padding leaves one, and a block that cannot fit at all is refused."""
-    from course_lib import occupancy
-    from course_lib.hardware import SPECS
+    from course_lib.core.hardware import SPECS
+    from course_lib.models import occupancy
 
     h200 = occupancy.budget(SPECS["h200"])
     assert occupancy.residency(h200, 512, 64, 64 * 1024).resident_blocks == 2
-    padded = lab_fusion.one_block_per_sm_smem(h200, 512, 64, 64 * 1024)
+    padded = fusion_launch.one_block_per_sm_smem(h200, 512, 64, 64 * 1024)
     assert occupancy.residency(h200, 512, 64, padded).resident_blocks == 1
     assert padded <= h200.max_smem_per_block_bytes
     with pytest.raises(ValueError, match="cannot run"):
-        lab_fusion.one_block_per_sm_smem(h200, 512, 64, 300 * 1024)
+        fusion_launch.one_block_per_sm_smem(h200, 512, 64, 300 * 1024)
 
 
 def test_half_shared_plans_run_where_their_blocks_fit():
     """On an H200 both plans run at 32k and the plain one at 16k; a T4's 64 KiB a block cannot take a
     32k row's 64 KiB of slots and the kernel's own 256 B, so there neither runs (the table shows dashes)."""
-    from course_lib import occupancy
-    from course_lib.hardware import SPECS
+    from course_lib.core.hardware import SPECS
+    from course_lib.models import occupancy
 
     lengths = [16384, 32768]
     h200, t4 = occupancy.budget(SPECS["h200"]), occupancy.budget(SPECS["t4"])
-    both = (lab_fusion.HALF_SHARED, lab_fusion.HALF_SHARED_ONE_PER_SM)
-    assert lab_fusion.half_shared_plans(h200, 64, 256, 32768, lengths) == both
-    assert lab_fusion.half_shared_plans(h200, 64, 256, 16384, lengths) == (lab_fusion.HALF_SHARED,)
-    assert lab_fusion.half_shared_plans(h200, 64, 256, 8192, lengths) == ()
-    assert lab_fusion.half_shared_plans(t4, 64, 256, 32768, lengths) == ()
-    assert lab_fusion.half_shared_plans(t4, 64, 256, 16384, lengths) == (lab_fusion.HALF_SHARED,)
+    both = (fusion_launch.HALF_SHARED, fusion_launch.HALF_SHARED_ONE_PER_SM)
+    assert fusion_launch.half_shared_plans(h200, 64, 256, 32768, lengths) == both
+    assert fusion_launch.half_shared_plans(h200, 64, 256, 16384, lengths) == (fusion_launch.HALF_SHARED,)
+    assert fusion_launch.half_shared_plans(h200, 64, 256, 8192, lengths) == ()
+    assert fusion_launch.half_shared_plans(t4, 64, 256, 32768, lengths) == ()
+    assert fusion_launch.half_shared_plans(t4, 64, 256, 16384, lengths) == (fusion_launch.HALF_SHARED,)
 
 
 def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
@@ -331,11 +334,11 @@ def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
     import types
 
     launched = []
-    monkeypatch.setattr(lab_fusion, "_launch_with_slots",
+    monkeypatch.setattr(fusion_launch, "_launch_with_slots",
                         lambda name, grid, block, smem, args: launched.append((name, grid, block, smem)))
-    monkeypatch.setattr(lab_fusion, "half_shared_one_per_sm_launch", lambda op, n: ((512,), 117504))
+    monkeypatch.setattr(fusion_launch, "half_shared_one_per_sm_launch", lambda op, n: ((512,), 117504))
     x = types.SimpleNamespace(shape=(4, 32768))
-    lab_fusion.run_softmax(None, x, lab_fusion.HALF_SHARED)
-    lab_fusion.run_rmsnorm(None, x, None, lab_fusion.HALF_SHARED_ONE_PER_SM)
+    fusion_launch.run_softmax(None, x, fusion_launch.HALF_SHARED)
+    fusion_launch.run_rmsnorm(None, x, None, fusion_launch.HALF_SHARED_ONE_PER_SM)
     assert launched == [("softmax_half_shared", (4,), (512,), 8 * 512 * 16),
                         ("rmsnorm_half_shared", (4,), (512,), 117504)]

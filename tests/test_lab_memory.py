@@ -3,11 +3,13 @@ import re
 
 import pytest
 
-from course_lib import evidence, experiments, lab_memory, memory, profiler
-from course_lib import exercises_memory as ex
-from course_lib import widgets_memory as wm
-from course_lib.evidence import Case
-from course_lib.experiments import Result
+from course_lib.exercises import memory as ex
+from course_lib.labs import memory as lab_memory
+from course_lib.measure import evidence, experiments, profiler
+from course_lib.measure.evidence import Case
+from course_lib.measure.experiments import Result
+from course_lib.models import memory
+from course_lib.widgets import memory as wm
 
 EXPERIMENTS = ["coalescing.strided_copy", "coalescing.patterns", "transpose.ladder", "banks.probe"]
 
@@ -146,8 +148,8 @@ def test_live_result_without_profile_falls_back_to_the_recording(results):
                      extra={"model": c.extra["model"], "ncu_unavailable": "counters not accessible"})
                 for c in rec.cases]
     live = Result(rec.experiment, "live", rec.machine, rec.recorded_at, rec.params, stripped)
-    shown, note = lab_memory.profile_source(live)
-    assert shown is not None and shown.mode == "recorded" and lab_memory.has_profile(shown)
+    shown, note = profiler.profiled_result(live)
+    assert shown is not None and shown.mode == "recorded" and profiler.has_profile(shown)
     assert "counters not accessible" in note and "recorded on NVIDIA H200" in note
 
 

@@ -2,9 +2,12 @@
 here, in replay), the records' own consistency, launch contracts and the generated register variants."""
 import pytest
 
-from course_lib import cuda, experiments, lab_occupancy, lab_warps
-from course_lib import launch_geometry as lg
-from course_lib import occupancy as occ
+from course_lib.core import cuda
+from course_lib.labs import occupancy as lab_occupancy
+from course_lib.labs import threads_warps as lab_warps
+from course_lib.measure import experiments
+from course_lib.models import launch_geometry as lg
+from course_lib.models import occupancy as occ
 
 
 @pytest.fixture(scope="module")
@@ -157,13 +160,13 @@ def test_reference_factor():
 # --------------------------------------------------------------------------- profiler evidence plumbing
 
 def _cases(n):
-    from course_lib.evidence import Case
+    from course_lib.measure.evidence import Case
 
     return [Case(f"c{i}", {}, "k", [1e-3] * 20, 0, 1, {}) for i in range(n)]
 
 
 def test_attach_profiles_puts_each_launchs_metrics_in_its_case(monkeypatch):
-    from course_lib import profiler
+    from course_lib.measure import profiler
 
     profiles = [profiler.KernelProfile(i, name, "(256, 1, 1)", "(8, 1, 1)", {"m": float(i)})
                 for i, name in enumerate(["copy_ilp1", "copy_ilp1(float *, const float *, long long)"])]
@@ -180,7 +183,7 @@ def test_attach_profiles_puts_each_launchs_metrics_in_its_case(monkeypatch):
     ("wrong kernels", "expected"),
 ])
 def test_attach_profiles_records_why_it_could_not(monkeypatch, failure, reason):
-    from course_lib import profiler
+    from course_lib.measure import profiler
 
     def fake(*a, **k):
         if failure == "unavailable":
@@ -196,7 +199,7 @@ def test_attach_profiles_records_why_it_could_not(monkeypatch, failure, reason):
 def test_profiled_result_falls_back_to_the_recorded_metrics():
     import dataclasses
 
-    from course_lib import profiler
+    from course_lib.measure import profiler
 
     recorded = experiments.run("occupancy.register_spill")
     assert profiler.profiled_result(recorded)[0] is recorded
@@ -208,7 +211,9 @@ def test_profiled_result_falls_back_to_the_recorded_metrics():
 
 
 def test_the_course_kernel_table_uses_each_kernels_recorded_launch(monkeypatch):
-    from course_lib import lab_occupancy, occupancy, runtime
+    from course_lib.core import runtime
+    from course_lib.labs import occupancy as lab_occupancy
+    from course_lib.models import occupancy
 
     monkeypatch.setenv("COURSE_MODE", "replay")
     rows = {r["kernel"]: r for r in lab_occupancy.course_kernel_rows(occupancy.budget(runtime.replay_gpu()))}

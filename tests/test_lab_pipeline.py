@@ -2,8 +2,11 @@
 against the course's targets, the analysis tables, and the exercise checks."""
 import pytest
 
-from course_lib import experiments, lab_pipeline, pipeline
-from course_lib.exercises_pipeline import check_stages, check_winner, fewest_stages
+from course_lib.exercises.async_pipelines import check_stages, check_winner, fewest_stages
+from course_lib.labs import async_pipelines as lab_pipeline
+from course_lib.launch import pipeline as pipeline_launch
+from course_lib.measure import experiments
+from course_lib.models import pipeline
 
 
 def test_interval_union_merges_overlaps_and_rejects_reversed_intervals():
@@ -85,8 +88,8 @@ def test_recorded_proxy_fence_matters_in_the_gemm(recorded):
 
 
 def test_recorded_small_race_kernels_are_wrong_in_every_unfenced_run_and_never_when_fenced(recorded):
-    small = [c for c in recorded["proxy_fence"].cases if c.params["kernel"] in lab_pipeline.RACE_KERNELS]
-    assert {c.params["kernel"] for c in small} == set(lab_pipeline.RACE_KERNELS)
+    small = [c for c in recorded["proxy_fence"].cases if c.params["kernel"] in pipeline_launch.RACE_KERNELS]
+    assert {c.params["kernel"] for c in small} == set(pipeline_launch.RACE_KERNELS)
     for c in small:
         fenced, unfenced = c.extra["with the fence"], c.extra["without the fence"]
         assert fenced["wrong_values"] == 0 and fenced["wrong_runs"] == 0, c.name
@@ -118,7 +121,7 @@ def test_check_winner_follows_the_measurement(recorded):
 
 
 def test_chase_hops_warm_a_cache_sized_footprint_and_cap_a_larger_one():
-    assert lab_pipeline.chase_hops(16 << 20, 50 << 20) == 2 * (16 << 20) // 128
-    assert lab_pipeline.chase_hops(1 << 30, 50 << 20) == 1 << 15
+    assert pipeline_launch.chase_hops(16 << 20, 50 << 20) == 2 * (16 << 20) // 128
+    assert pipeline_launch.chase_hops(1 << 30, 50 << 20) == 1 << 15
     assert lab_pipeline.max_bytes_in_flight("stream_sync", 8, None) == 8 * 256 * 16
     assert lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 1) == lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 2)

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from course_lib import exercises_occupancy as ex
-from course_lib import launch_geometry as lg
-from course_lib import widgets_occupancy
+from course_lib.exercises import occupancy as ex
+from course_lib.models import launch_geometry as lg
+from course_lib.widgets import occupancy as widgets_occupancy
 
 
 def test_lessons_tile_grid_is_1024_blocks():
@@ -105,7 +105,7 @@ def test_data_dependent_branch_almost_always_splits():
 
 
 def test_modes_match_the_kernels_switch():
-    from course_lib import cuda
+    from course_lib.core import cuda
 
     src = cuda.kernel_source("warps", "divergence")
     assert [m.mode for m in lg.DIVERGENCE_MODES.values()] == list(range(8))
@@ -175,7 +175,8 @@ def test_divergence_exercise():
 
 
 def test_the_block_order_figure_counts_the_waves_the_model_predicts(monkeypatch):
-    from course_lib import experiments, lab_warps
+    from course_lib.labs import threads_warps as lab_warps
+    from course_lib.measure import experiments
 
     monkeypatch.setenv("COURSE_MODE", "replay")
     waves = lab_warps.launch_waves(experiments.run("warps.block_order"))

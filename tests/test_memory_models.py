@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from course_lib import memory
+from course_lib.models import memory
 
 
 def sectors(**kw):

@@ -8,8 +8,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from course_lib import mma_pictures  # noqa: E402
-from course_lib.mma_pictures import (  # noqa: E402
+from course_lib.figures import mma as mma_pictures  # noqa: E402
+from course_lib.figures.mma import (  # noqa: E402
     fragment_figure,
     fragment_layout,
     ldmatrix_address_lanes,
@@ -108,6 +108,6 @@ def test_fragment_figure_title_and_panel_titles():
 def test_module_does_not_import_matplotlib_at_load():
     import subprocess
 
-    code = ("import sys; import course_lib.mma_pictures as m; m.fragment_layout('A'); "
+    code = ("import sys; import course_lib.figures.mma as m; m.fragment_layout('A'); "
             "m.ldmatrix_layout(); assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=mma_pictures.__file__.rsplit("/course_lib", 1)[0])

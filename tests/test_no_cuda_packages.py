@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import cuda
+from course_lib.core import cuda
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDE = Path(__file__).resolve().parent / "no_cuda"

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from course_lib import exercises_occupancy as ex
-from course_lib import occupancy as occ
-from course_lib import widgets_occupancy
-from course_lib.hardware import KIB, SPECS
+from course_lib.core.hardware import KIB, SPECS
+from course_lib.exercises import occupancy as ex
+from course_lib.models import occupancy as occ
+from course_lib.widgets import occupancy as widgets_occupancy
 
 
 def test_worked_example_three_blocks_limited_by_shared_memory():
@@ -190,7 +190,7 @@ def test_calculator_bad_input_shows_a_message(calc, setup, message):
 
 
 def test_choosing_a_kernel_fills_in_what_nvrtc_reports(calc):
-    from course_lib import cuda
+    from course_lib.core import cuda
 
     h = occ.budget("h200")
     calc.gpu.value = h.name

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from course_lib import occupancy, pipeline
-from course_lib.hardware import SPECS, KIB
-from course_lib.widgets import _fmt_seconds
-from course_lib.widgets_pipeline import pipeline_calculator
+from course_lib.core.hardware import KIB, SPECS
+from course_lib.models import occupancy, pipeline
+from course_lib.widgets.async_pipelines import pipeline_calculator
+from course_lib.widgets.base import _fmt_seconds
 
 H200 = SPECS["h200"]
 

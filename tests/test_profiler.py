@@ -1,6 +1,6 @@
 import pytest
 
-from course_lib import profiler
+from course_lib.measure import profiler
 
 SAMPLE = '''==PROF== Connected to process 123
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"

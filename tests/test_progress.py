@@ -1,7 +1,8 @@
 """A live experiment shows a progress bar that names each timing and profile; replay shows none."""
 import pytest
 
-from course_lib import experiments, progress
+from course_lib.core import progress
+from course_lib.measure import experiments
 
 
 def test_outside_an_experiment_a_step_does_nothing():

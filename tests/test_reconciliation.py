@@ -3,7 +3,8 @@ are the roofline's formula at the named level, residuals kept as observed minus 
 negative residual explained as a finding."""
 import pytest
 
-from course_lib import hardware, reconciliation
+from course_lib.core import hardware
+from course_lib.measure import reconciliation
 
 
 @pytest.fixture(scope="module")

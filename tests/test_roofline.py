@@ -1,8 +1,8 @@
 """The roofline model against the seeds' worked examples."""
 import pytest
 
-from course_lib import roofline
-from course_lib.hardware import SPECS
+from course_lib.core.hardware import SPECS
+from course_lib.models import roofline
 
 
 def test_b200_ridge_from_the_lessons_round_numbers():

@@ -1,6 +1,6 @@
 import pytest
 
-from course_lib import runtime, session
+from course_lib.core import runtime, session
 
 
 def env(**kw):
@@ -56,29 +56,6 @@ def test_clock_warning_only_far_below_the_maximum():
     assert session.clock_warning({}) is None
     low = session.clock_warning({"sm_mhz": 1200, "max_sm_mhz": 1980})
     assert "1200 MHz" in low and "61%" in low
-
-
-def test_the_core_imports_bottom_up():
-    """runtime and hardware sit at the bottom; cuda and timing above them; experiments above those."""
-    import ast
-    from pathlib import Path
-
-    lib = Path(runtime.__file__).parent
-    layer = {"runtime": 0, "smoke": 0, "hardware": 1, "cuda": 2, "timing": 3, "session": 3,
-             "evidence": 4, "experiments": 5, "record": 6, "sanitize": 6}
-
-    def course_imports(name):
-        tree = ast.parse((lib / f"{name}.py").read_text())
-        found = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                found |= {node.module} if node.module else {a.name for a in node.names}
-        return {m.split(".")[0] for m in found}
-
-    for name, level in layer.items():
-        for dep in course_imports(name):
-            if dep in layer:
-                assert layer[dep] < level, f"{name} imports {dep}, which is not below it"
 
 
 def test_on_colab_the_banner_turns_on_its_widget_manager(monkeypatch, capsys):

@@ -1,5 +1,6 @@
 """Every kernel in course_lib/kernels/ has a smoke launch, so `make sanitize` cannot skip it."""
-from course_lib import cuda, sanitize
+from course_lib import sanitize
+from course_lib.core import cuda
 
 
 def test_every_kernel_is_covered_by_the_sanitizer_run():

@@ -2,7 +2,10 @@
 the disassembler or NVRTC is missing."""
 import pytest
 
-from course_lib import lab_gemm, sass
+from course_lib.figures import plots
+from course_lib.labs import gemm_ladder as lab_gemm
+from course_lib.launch import gemm_bf16, gemm_fp32
+from course_lib.measure import sass
 
 
 def test_groups_match_mnemonics_with_and_without_modifiers():
@@ -14,12 +17,12 @@ def test_groups_match_mnemonics_with_and_without_modifiers():
 
 @pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
 def test_the_fp32_ladder_moves_from_global_loads_to_shared_loads_to_ffmas():
-    rows = {r["kernel"]: r for r in sass.mix_rows(lab_gemm.FP32, lab_gemm.LADDER_KERNELS, "sm_90")}
+    rows = {r["kernel"]: r for r in sass.mix_rows(gemm_fp32.FP32, gemm_fp32.LADDER_KERNELS, "sm_90")}
     naive, smem, reg2d = rows["sgemm_naive"], rows["sgemm_smem"], rows["sgemm_reg2d"]
     assert naive["LDG (global loads)"] == 2 * naive["FFMA"] and naive.get("LDS (shared loads)", 0) == 0
     assert smem["LDS (shared loads)"] >= smem["FFMA"] and smem["BAR (barriers)"] >= 2
     assert reg2d["FFMA"] >= 16 * reg2d["LDS (shared loads)"]
-    bf16 = sass.mix_rows(lab_gemm.BF16, ["bf16_gemm_mma"], "sm_90")[0]
+    bf16 = sass.mix_rows(gemm_bf16.BF16, ["bf16_gemm_mma"], "sm_90")[0]
     assert bf16["HMMA (mma.sync)"] > 0 and bf16["LDSM (ldmatrix)"] > 0 and bf16["LDGSTS (cp.async)"] > 0
     assert bf16["UTMALDG (TMA)"] > 0
 
@@ -28,7 +31,7 @@ def test_a_missing_disassembler_or_cubin_says_what_to_do(monkeypatch):
     monkeypatch.setattr(sass, "nvdisasm_path", lambda: None)
     with pytest.raises(sass.DisassemblerUnavailable, match="pip install nvidia-cuda-nvdisasm"):
         sass.instructions(b"\x7fELF")
-    shown = repr(sass.mix_table(lab_gemm.FP32, lab_gemm.LADDER_KERNELS, "sm_90", "x"))
+    shown = repr(plots.mix_table(gemm_fp32.FP32, gemm_fp32.LADDER_KERNELS, "sm_90", "x"))
     assert shown.startswith("No SASS table here") and "nvdisasm" in shown
     monkeypatch.setattr(sass, "nvdisasm_path", lambda: "/bin/true")
     with pytest.raises(sass.DisassemblerUnavailable, match="NVRTC is not installed"):

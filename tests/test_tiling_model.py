@@ -4,10 +4,13 @@ import re
 
 import pytest
 
-from course_lib import cuda, lab_gemm, tiling
-from course_lib.exercises_tiling import check_tile_choice, check_tile_index, reg2d_owner
-from course_lib.hardware import SPECS
-from course_lib.widgets_tiling import tile_calculator
+from course_lib.core import cuda
+from course_lib.core.hardware import SPECS
+from course_lib.exercises.gemm_ladder import check_tile_choice, check_tile_index, reg2d_owner
+from course_lib.labs import gemm_ladder as lab_gemm
+from course_lib.launch import gemm_bf16, gemm_fp32
+from course_lib.models import tiling
+from course_lib.widgets.gemm_ladder import tile_calculator
 
 H200 = SPECS["h200"]
 
@@ -150,22 +153,22 @@ def test_tile_choice_check():
 # --------------------------------------------------------------------------- kernels, compile side
 
 def test_launch_geometry_follows_the_macro_defaults():
-    d = lab_gemm.macro_defaults("gemm_fp32")
-    grid, block = lab_gemm.fp32_geometry("sgemm_warptile_db_16x8", 1000, 333)
+    d = cuda.macro_defaults("gemm_fp32")
+    grid, block = gemm_fp32.fp32_geometry("sgemm_warptile_db_16x8", 1000, 333)
     assert block == ((d["WB_BM"] // d["WB_WM"]) * (d["WB_BN"] // d["WB_WN"]) * 32,)
     assert grid == (-(-333 // d["WB_BN"]), -(-1000 // d["WB_BM"]))
-    grid, block, smem = lab_gemm.bf16_geometry(4096, 4096)
-    t = lab_gemm.macro_defaults("gemm_bf16")
-    assert smem == t["TC_STAGES"] * (t["TC_BM"] * t["TC_BK"] + t["TC_BK"] * t["TC_BN"]) * 2 + lab_gemm.BF16_SMEM_EXTRA
+    grid, block, smem = gemm_bf16.bf16_geometry(4096, 4096)
+    t = cuda.macro_defaults("gemm_bf16")
+    assert smem == t["TC_STAGES"] * (t["TC_BM"] * t["TC_BK"] + t["TC_BK"] * t["TC_BN"]) * 2 + gemm_bf16.BF16_SMEM_EXTRA
     assert grid == ((4096 // t["TC_BM"]) * (4096 // t["TC_BN"]),)
 
 
 def test_every_ladder_step_is_a_kernel_with_a_launch_contract():
     names = cuda.kernel_names("gemm_fp32")
-    assert [s.kernel for s in lab_gemm.LADDER] == names[:len(lab_gemm.LADDER)] == lab_gemm.LADDER_KERNELS
+    assert [s.kernel for s in gemm_fp32.LADDER] == names[:len(gemm_fp32.LADDER)] == gemm_fp32.LADDER_KERNELS
     for name in names:
         assert "Launch:" in cuda.kernel_source("gemm_fp32", name)
-        lab_gemm.fp32_geometry(name, 7, 9)   # every kernel has a geometry
+        gemm_fp32.fp32_geometry(name, 7, 9)   # every kernel has a geometry
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -187,20 +190,20 @@ def test_bf16_kernel_uses_the_tensor_core_ptx_and_is_guarded():
 
 def test_bf16_refuses_old_gpus_in_words():
     with pytest.raises(RuntimeError, match=r"needs compute capability 8\.0\+"):
-        lab_gemm.require_bf16_mma("7.5")
-    lab_gemm.require_bf16_mma("9.0")
+        gemm_bf16.require_bf16_mma("7.5")
+    gemm_bf16.require_bf16_mma("9.0")
 
 
 def test_model_rows_cover_every_rung():
     rows = lab_gemm.step_model_rows()
-    assert len(rows) == len(lab_gemm.LADDER) + 1
+    assert len(rows) == len(gemm_fp32.LADDER) + 1
     assert rows[-1]["L2 stage intensity"] == 64 and rows[4]["register-tile intensity"] == 2.0
 
 
 # --------------------------------------------------------------------------- the H200 records
 
 def test_recorded_ladder_reaches_the_fp32_target():
-    from course_lib import experiments
+    from course_lib.measure import experiments
 
     r = experiments.replay("gemm.fp32_ladder", experiments.resolve_params("gemm.fp32_ladder"))
     lib = lab_gemm._cublas(r, 4096)
@@ -208,11 +211,11 @@ def test_recorded_ladder_reaches_the_fp32_target():
     assert best >= 0.8 * lib.flop_per_s
     assert all(c.check["passed"] for c in r.cases)
     rows = lab_gemm.ladder_rows(r)
-    assert len(rows) == len(lab_gemm.LADDER) + 1
+    assert len(rows) == len(gemm_fp32.LADDER) + 1
 
 
 def test_recorded_bf16_and_edges_are_complete():
-    from course_lib import experiments
+    from course_lib.measure import experiments
 
     bf16 = experiments.replay("gemm.bf16_mma", experiments.resolve_params("gemm.bf16_mma"))
     assert {c.params["sizes"] for c in bf16.cases} >= {4096, 8192}
@@ -222,7 +225,7 @@ def test_recorded_bf16_and_edges_are_complete():
         assert {"cp.async TFLOP/s", "tma TFLOP/s"} <= set(r)
     edges = experiments.replay("gemm.edges", experiments.resolve_params("gemm.edges"))
     covered = {(c.params["kernel"], tuple(c.params["shapes"])) for c in edges.cases}
-    for kernel in [*lab_gemm.LADDER_KERNELS, "bf16_gemm_mma (cp.async)"]:
+    for kernel in [*gemm_fp32.LADDER_KERNELS, "bf16_gemm_mma (cp.async)"]:
         for shape in lab_gemm.EDGE_SHAPES:
             assert (kernel, tuple(shape)) in covered
     for m, n, k in lab_gemm.EDGE_SHAPES:   # the TMA path runs where rows are 16-byte aligned
@@ -230,22 +233,22 @@ def test_recorded_bf16_and_edges_are_complete():
 
 
 def test_copy_engine_picks_the_tma_only_where_it_can_run():
-    assert lab_gemm.copy_engine("auto", "9.0", 4096, 4096) == "tma"
-    assert lab_gemm.copy_engine("auto", "10.0", 64, 64) == "tma"
-    assert lab_gemm.copy_engine("auto", "8.0", 4096, 4096) == "cp.async"
-    assert lab_gemm.copy_engine("auto", "9.0", 77, 4096) == "cp.async"      # rows not 16-byte aligned
-    assert lab_gemm.copy_engine("auto", "9.0", 4096, 4096, {"TC_BK": 32}) == "cp.async"
-    assert lab_gemm.copy_engine("cp.async", "9.0", 4096, 4096) == "cp.async"
+    assert gemm_bf16.copy_engine("auto", "9.0", 4096, 4096) == "tma"
+    assert gemm_bf16.copy_engine("auto", "10.0", 64, 64) == "tma"
+    assert gemm_bf16.copy_engine("auto", "8.0", 4096, 4096) == "cp.async"
+    assert gemm_bf16.copy_engine("auto", "9.0", 77, 4096) == "cp.async"      # rows not 16-byte aligned
+    assert gemm_bf16.copy_engine("auto", "9.0", 4096, 4096, {"TC_BK": 32}) == "cp.async"
+    assert gemm_bf16.copy_engine("cp.async", "9.0", 4096, 4096) == "cp.async"
     with pytest.raises(RuntimeError, match="compute capability 9.0"):
-        lab_gemm.copy_engine("tma", "8.6", 4096, 4096)
+        gemm_bf16.copy_engine("tma", "8.6", 4096, 4096)
     with pytest.raises(ValueError, match="copies must be"):
-        lab_gemm.copy_engine("bulk", "9.0", 4096, 4096)
+        gemm_bf16.copy_engine("bulk", "9.0", 4096, 4096)
 
 
 def test_runnable_engines_lists_cp_async_and_the_tma_only_where_it_runs():
-    assert lab_gemm.runnable_engines("9.0", 4096, 4096) == ["cp.async", "tma"]
-    assert lab_gemm.runnable_engines("9.0", 77, 4096) == ["cp.async"]
-    assert lab_gemm.runnable_engines("8.0", 4096, 4096) == ["cp.async"]
+    assert gemm_bf16.runnable_engines("9.0", 4096, 4096) == ["cp.async", "tma"]
+    assert gemm_bf16.runnable_engines("9.0", 77, 4096) == ["cp.async"]
+    assert gemm_bf16.runnable_engines("8.0", 4096, 4096) == ["cp.async"]
 
 
 def test_a_dtype_the_gpu_cannot_compute_in_does_not_fit():

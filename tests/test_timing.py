@@ -1,6 +1,6 @@
 import pytest
 
-from course_lib.timing import Timing, benchmark
+from course_lib.core.timing import Timing, benchmark
 
 
 def test_median_and_spread():
@@ -25,8 +25,8 @@ def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatc
     import sys
     import types
 
-    from course_lib import timing
-    from course_lib.timing import benchmark_interleaved
+    from course_lib.core import timing
+    from course_lib.core.timing import benchmark_interleaved
 
     log = []
 
@@ -58,7 +58,7 @@ def test_interleaved_benchmark_alternates_calls_and_holds_before_each(monkeypatc
 
 
 def test_the_hold_outlasts_twice_the_hosts_enqueue_time_and_is_capped():
-    from course_lib.timing import HOLD_CEILING_S, HOLD_FLOOR_S, hold_seconds
+    from course_lib.core.timing import HOLD_CEILING_S, HOLD_FLOOR_S, hold_seconds
 
     assert hold_seconds(10e-6, 1) == pytest.approx(20e-6 + HOLD_FLOOR_S)
     assert hold_seconds(10e-6, 100) == pytest.approx(2e-3 + HOLD_FLOOR_S)   # many calls per sample
@@ -70,7 +70,7 @@ def _fake_cupy(monkeypatch, log):
     import sys
     import types
 
-    from course_lib import timing
+    from course_lib.core import timing
 
     monkeypatch.setattr(timing, "GpuHold", lambda: (lambda seconds: log.append(("hold", seconds))))
     event = types.SimpleNamespace(record=lambda: None, synchronize=lambda: None)
@@ -85,7 +85,7 @@ def test_samples_the_host_enqueued_after_the_hold_ran_out_are_counted_and_report
     enqueue): every such sample holds host time, and the benchmark says so. A quick call does not."""
     import time
 
-    from course_lib.timing import benchmark, benchmark_interleaved
+    from course_lib.core.timing import benchmark, benchmark_interleaved
 
     log = []
     _fake_cupy(monkeypatch, log)
@@ -110,7 +110,7 @@ def test_an_unheld_benchmark_counts_no_late_samples(monkeypatch):
     import time
     import warnings
 
-    from course_lib.timing import benchmark
+    from course_lib.core.timing import benchmark
 
     _fake_cupy(monkeypatch, [])
     with warnings.catch_warnings():

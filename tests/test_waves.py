@@ -4,9 +4,9 @@ import re
 import numpy as np
 import pytest
 
-from course_lib import occupancy, waves
-from course_lib.hardware import SPECS
-from course_lib.widgets_waves import MAX_DRAWN_TILES, wave_calculator
+from course_lib.core.hardware import SPECS
+from course_lib.models import occupancy, waves
+from course_lib.widgets.waves import MAX_DRAWN_TILES, wave_calculator
 
 H200 = SPECS["h200"]
 
@@ -228,7 +228,7 @@ def test_impossible_input_is_a_message_not_a_traceback(control, value, name):
 
 def test_split_k_slices_are_never_empty():
     """The bf16 kernel's TMA path would hang on a slice with no K tile; the host refuses such splits."""
-    from course_lib import lab_waves
+    from course_lib.labs import waves as lab_waves
 
     assert lab_waves.k_tiles(72) == 2 and lab_waves.max_split(72) == 2
     assert lab_waves.empty_slices(72, 3) and not lab_waves.empty_slices(72, 2)

@@ -3,8 +3,9 @@ import re
 
 import pytest
 
-from course_lib import roofline, widgets
-from course_lib.hardware import SPECS
+from course_lib.core.hardware import SPECS
+from course_lib.models import roofline
+from course_lib.widgets import roofline as roofline_widget
 
 
 def shown(calc, cls):
@@ -14,11 +15,11 @@ def shown(calc, cls):
 
 @pytest.fixture
 def calc():
-    return widgets.roofline_calculator()
+    return roofline_widget.roofline_calculator()
 
 
 def test_default_is_the_lessons_b200_at_4096_fp16(calc):
-    assert calc.gpu.value == widgets.ROUND_B200.name
+    assert calc.gpu.value == roofline_widget.ROUND_B200.name
     assert shown(calc, "course-intensity") == "1,365.3"
     assert shown(calc, "course-ridge") == "250.0"
     assert shown(calc, "course-binding") == "compute"
@@ -29,7 +30,7 @@ def test_default_is_the_lessons_b200_at_4096_fp16(calc):
 def test_setting_controls_shows_the_models_value(calc, n, dtype):
     calc.n.value = n
     calc.dtype.value = dtype
-    e = roofline.square_gemm(n, dtype, widgets.ROUND_B200)
+    e = roofline.square_gemm(n, dtype, roofline_widget.ROUND_B200)
     assert shown(calc, "course-intensity") == f"{e.bound.intensity:,.1f}"
     assert shown(calc, "course-binding") == e.bound.binding_roof
     assert shown(calc, "course-crossover") == f"{e.crossover_n:,.0f}"
@@ -48,10 +49,10 @@ def test_choosing_a_gpu_uses_its_datasheet(calc):
 
 
 def test_measured_ceilings_are_offered():
-    from course_lib.ceilings import measured_ceilings
+    from course_lib.measure.ceilings import measured_ceilings
 
     measured = measured_ceilings().as_gpu()
-    calc = widgets.roofline_calculator(extra_gpus=[measured])
+    calc = roofline_widget.roofline_calculator(extra_gpus=[measured])
     calc.gpu.value = measured.name
     calc.dtype.value = "fp32"
     e = roofline.square_gemm(4096, "fp32", measured)
@@ -61,11 +62,11 @@ def test_measured_ceilings_are_offered():
 @pytest.mark.parametrize("setup, message", [
     (lambda c: setattr(c.n, "value", 0), "N must be at least 1"),
     (lambda c: setattr(c.n, "value", -8), "N must be at least 1"),
-    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.bandwidth_tbps, "value", -1.0)),
+    (lambda c: (setattr(c.gpu, "value", roofline_widget.CUSTOM), setattr(c.bandwidth_tbps, "value", -1.0)),
      "HBM bandwidth must be positive"),
-    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.bandwidth_tbps, "value", 0.0)),
+    (lambda c: (setattr(c.gpu, "value", roofline_widget.CUSTOM), setattr(c.bandwidth_tbps, "value", 0.0)),
      "HBM bandwidth must be positive"),
-    (lambda c: (setattr(c.gpu, "value", widgets.CUSTOM), setattr(c.peak_tflops, "value", 0.0)),
+    (lambda c: (setattr(c.gpu, "value", roofline_widget.CUSTOM), setattr(c.peak_tflops, "value", 0.0)),
      "peak must be positive"),
     (lambda c: (setattr(c.gpu, "value", SPECS["t4"].name), setattr(c.dtype, "value", "fp8")),
      "NVIDIA T4 has no fp8 peak"),
@@ -84,7 +85,7 @@ def test_recovers_after_bad_input(calc):
 
 
 def test_custom_gpu_uses_typed_roofs(calc):
-    calc.gpu.value = widgets.CUSTOM
+    calc.gpu.value = roofline_widget.CUSTOM
     calc.peak_tflops.value = 300.0
     calc.bandwidth_tbps.value = 1.5
     assert shown(calc, "course-ridge") == "200.0"
@@ -92,21 +93,20 @@ def test_custom_gpu_uses_typed_roofs(calc):
 
 
 def test_the_roofline_calculators_greyed_roofs_follow_the_chosen_gpu():
-    from course_lib import widgets
 
-    c = widgets.roofline_calculator()
+    c = roofline_widget.roofline_calculator()
     assert (c.peak_tflops.value, c.bandwidth_tbps.value) == (2000.0, 8.0)   # the round-number B200
     c.gpu.value = SPECS["h200"].name
     assert (c.peak_tflops.value, c.bandwidth_tbps.value) == (989.4, 4.8) and c.peak_tflops.disabled
     c.dtype.value = "fp32"
     assert c.peak_tflops.value == 67.0
-    c.gpu.value = widgets.CUSTOM
+    c.gpu.value = roofline_widget.CUSTOM
     c.peak_tflops.value, c.bandwidth_tbps.value = 100.0, 1.0
     assert not c.peak_tflops.disabled and "custom GPU" in c.answer.value
 
 
 def test_the_tile_calculator_names_impossible_entries_instead_of_clamping_them():
-    from course_lib import widgets_tiling
+    from course_lib.widgets import gemm_ladder as widgets_tiling
 
     c = widgets_tiling.tile_calculator()
     c.stages.value = -1
@@ -119,7 +119,8 @@ def test_the_tile_calculator_names_impossible_entries_instead_of_clamping_them()
 
 
 def test_ink_on_a_swatch_is_whichever_contrasts_more():
-    from course_lib.widgets import PALETTE, ink_on
+    from course_lib.figures.plots import PALETTE
+    from course_lib.widgets.base import ink_on
 
     assert ink_on("#ffffff") == "#111" and ink_on("#000000") == "#fff"
     assert ink_on("#dd8452") == "#111" and ink_on("#4c72b0") == "#fff"   # orange takes dark ink, blue white

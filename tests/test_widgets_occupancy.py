@@ -1,6 +1,6 @@
 """Headless checks of the notebook-02 and -03 calculators' wiring."""
-from course_lib import occupancy as occ
-from course_lib.widgets_occupancy import LaunchGeometryCalculator, ResidencyCalculator
+from course_lib.models import occupancy as occ
+from course_lib.widgets.occupancy import LaunchGeometryCalculator, ResidencyCalculator
 
 
 def test_row_stride_follows_the_size_it_belongs_to():
@@ -28,6 +28,6 @@ def test_kernel_resources_follow_the_chosen_sm():
     assert "sm_90" in calc.note.value
     calc.gpu.value = t4.name
     assert "sm_75" in calc.note.value
-    from course_lib import cuda
+    from course_lib.core import cuda
 
     assert calc.registers.value == cuda.resources("gemm_fp32", "sgemm_warptile", "sm_75").registers

@@ -1,0 +1,254 @@
+"""The benchmark harness: CUDA events around GPU work that is already queued, raw samples, and their
+median, interquartile range and 95th percentile.
+
+A CUDA event records the moment the GPU *reaches* it in its stream. With an idle GPU, the start
+event is reached at once, then the GPU waits while the host is still launching the kernel: for a
+kernel of a few microseconds, most of such a sample is the host's launch time. ``benchmark``
+therefore holds the GPU busy (a spin kernel, ``kernels/timing.cu``) before each start event, for
+longer than the host needs to enqueue the event and the timed calls, so the pair brackets GPU time
+alone. A sample whose enqueue outlasts its hold all the same (a busy host) is counted
+(``Timing.late_samples``) and reported with a warning. ``hold=False`` keeps the idle-GPU timing,
+for notebook 00 to show the difference.
+``benchmark_graph`` replays a CUDA graph instead, which also takes launch cost off the host.
+A host timer around asynchronous work measures how long it took to *enqueue* it; ``host_timed``
+exists only to show that.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from course_lib.core import cuda, progress
+
+MIN_SAMPLES = 20
+HOLD_FLOOR_S = 20e-6      # covers recording the start event itself
+HOLD_CEILING_S = 20e-3    # a host that slow is not measuring a kernel any more
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Raw per-call samples in seconds, and the summary every table reports."""
+
+    samples_s: tuple[float, ...]
+    # Samples whose timed calls the host was still enqueuing when the hold before them ran out: the
+    # GPU waited for the host, so they include some of its launch time (``benchmark`` says why).
+    late_samples: int = 0
+
+    def __post_init__(self):
+        if not self.samples_s:
+            raise ValueError("a timing needs at least one sample")
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    def percentile_s(self, q: float) -> float:
+        xs = sorted(self.samples_s)
+        pos = (len(xs) - 1) * q / 100.0
+        lo, hi = int(pos), min(int(pos) + 1, len(xs) - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    @property
+    def iqr_s(self) -> float:
+        return self.percentile_s(75) - self.percentile_s(25)
+
+    @property
+    def p95_s(self) -> float:
+        return self.percentile_s(95)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median: a robust relative spread."""
+        return self.iqr_s / self.median_s
+
+
+def _sync() -> None:
+    import cupy
+
+    cupy.cuda.get_current_stream().synchronize()
+
+
+class _L2Flusher:
+    """Writes a buffer twice the L2's size so the next kernel starts with a cold cache."""
+
+    def __init__(self):
+        import cupy
+
+        l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+        self._buf = cupy.empty(max(2 * l2, 1 << 20) // 4, dtype=cupy.float32)
+
+    def __call__(self):
+        self._buf.fill(0)
+
+
+class GpuHold:
+    """Enqueues a spin of ``seconds`` on the current stream: the GPU stays busy while the host works."""
+
+    def __init__(self):
+        import cupy
+
+        self._kernel = cuda.kernel("timing", "gpu_hold")
+        self._spun = cupy.zeros(1, dtype=cupy.int64)
+        self._int64 = cupy.int64
+
+    def __call__(self, seconds: float) -> None:
+        self._kernel((1,), (1,), (self._int64(int(seconds * 1e9)), self._spun))
+
+
+def _warm_up(fn: Callable[[], object], calls: int) -> float:
+    """Run ``fn`` ``calls`` times; return the host's fastest enqueue time of one call (seconds)."""
+    enqueue = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        enqueue.append(time.perf_counter() - t0)
+    _sync()
+    return min(enqueue) if enqueue else HOLD_CEILING_S / 10
+
+
+def hold_seconds(enqueue_s: float, calls: int) -> float:
+    """How long to hold the GPU before a sample: twice the host's time to enqueue its calls."""
+    return min(2.0 * enqueue_s * calls + HOLD_FLOOR_S, HOLD_CEILING_S)
+
+
+def _warn_if_late(late: int, samples: int, hold_s: float, what: str) -> None:
+    if late:
+        warnings.warn(f"{what}: in {late} of {samples} samples the host took longer than the "
+                      f"{hold_s * 1e6:.0f} µs hold to enqueue the timed calls, so those samples include some "
+                      "host launch time. A busy host does this (another process, a notebook's output): time "
+                      "again, or capture the calls in a CUDA graph (benchmark_graph).", RuntimeWarning, stacklevel=3)
+
+
+def _check_samples(samples: int) -> None:
+    if samples < MIN_SAMPLES:
+        raise ValueError(f"at least {MIN_SAMPLES} samples are needed for a median and spread, got {samples}")
+
+
+def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repeat: int = 1,
+              flush_l2: bool = False, hold: bool = True) -> Timing:
+    """Time ``fn`` on the GPU with CUDA events, the GPU held busy before each start event.
+
+    Each sample brackets ``repeat`` back-to-back calls with a pair of events and is divided by
+    ``repeat``. The hold lasts twice the host's enqueue time of those calls (measured during
+    warm-up), so the start event and every call are queued before the GPU reaches them and the
+    sample holds no host launch time. ``flush_l2`` evicts the L2 before each sample, outside the
+    timed region, so a bandwidth figure cannot be flattered by cache hits. ``hold=False`` is the
+    naive idle-GPU event pair (launch time included), kept to teach the difference.
+    """
+    progress.step(f"timing one kernel, {samples} samples")
+    _check_samples(samples)
+    if repeat < 1 or warmup < 0:
+        raise ValueError("repeat must be >= 1 and warmup >= 0")
+    import cupy
+
+    flush = _L2Flusher() if flush_l2 else None
+    spin = GpuHold() if hold else None
+    hold_s = hold_seconds(_warm_up(fn, warmup), repeat)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    out, late = [], 0
+    for _ in range(samples):
+        if flush:
+            flush()
+        if spin:
+            spin(hold_s)
+        enqueued_from = time.perf_counter()
+        start.record()
+        for _ in range(repeat):
+            fn()
+        late += spin is not None and time.perf_counter() - enqueued_from > hold_s
+        stop.record()
+        stop.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / repeat)
+    _warn_if_late(late, samples, hold_s, "benchmark")
+    return Timing(tuple(out), late)
+
+
+def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30, warmup: int = 3,
+                          hold: bool = True) -> list[Timing]:
+    """Time several functions call by call in turn (A, B, C, A, B, C, ...), one Timing each.
+
+    For ratios between them: a GPU at its power cap moves its clock with temperature, and
+    timing one function's samples after another's would credit the first with a cooler chip.
+    Each call is held as in ``benchmark``.
+    """
+    progress.step(f"timing {len(fns)} calls in turn, {samples} samples each")
+    _check_samples(samples)
+    import cupy
+
+    holds = [hold_seconds(_warm_up(fn, warmup), 1) for fn in fns]
+    spin = GpuHold() if hold else None
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    out: list[list[float]] = [[] for _ in fns]
+    late = [0] * len(fns)
+    for _ in range(samples):
+        for i, (fn, hold_s, times) in enumerate(zip(fns, holds, out)):
+            if spin:
+                spin(hold_s)
+            enqueued_from = time.perf_counter()
+            start.record()
+            fn()
+            late[i] += spin is not None and time.perf_counter() - enqueued_from > hold_s
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3)
+    for i, (n_late, hold_s) in enumerate(zip(late, holds)):
+        _warn_if_late(n_late, samples, hold_s, f"benchmark_interleaved, call {i + 1} of {len(fns)}")
+    return [Timing(tuple(times), n_late) for times, n_late in zip(out, late)]
+
+
+def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> Timing:
+    """Capture ``calls`` calls of ``fn`` in one CUDA graph; time its replays (held), per call.
+
+    A graph is launched by one host call however many kernels it holds, so per-kernel launch cost
+    leaves the host: the way to run many tiny kernels.
+    """
+    _check_samples(samples)
+    if calls < 1:
+        raise ValueError("a graph needs at least one call")
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        fn()  # loads the module outside the capture
+        stream.synchronize()
+        stream.begin_capture()
+        for _ in range(calls):
+            fn()
+        graph = stream.end_capture()
+        graph.launch()
+        enqueue = _warm_up(graph.launch, 3)
+        spin, hold_s = GpuHold(), hold_seconds(enqueue, 1)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        out = []
+        for _ in range(samples):
+            spin(hold_s)
+            start.record()
+            graph.launch()
+            stop.record()
+            stop.synchronize()
+            out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / calls)
+    return Timing(tuple(out))
+
+
+def host_timed(fn: Callable[[], object], samples: int = 30, synchronize: bool = False) -> Timing:
+    """Wall-clock around each call, with or without waiting for the GPU: the teaching foil."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    stream.synchronize()
+    out = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        fn()
+        if synchronize:
+            stream.synchronize()
+        out.append(time.perf_counter() - t0)
+    stream.synchronize()
+    return Timing(tuple(out))

@@ -1,0 +1,164 @@
+"""Notebook 11's checks: the capstone's diagnosis and its lower bound. The fix itself is checked by
+``%%cuda_exercise mystery_rms_norm`` (``kernel_exercises``)."""
+from __future__ import annotations
+
+from course_lib.exercises.base import Verdict, _close
+from course_lib.exercises.kernel.checker import MYSTERY_DEFECTS
+from course_lib.labs.failure_lab import evidence
+from course_lib.models.failures import _FAMILY_LIST, FAMILIES, by_family, failure, link
+
+# Suspects that sound plausible for this kernel and are not its problem, with the evidence that clears them.
+CLEARED = {
+    "bank conflicts": "the kernel declares no shared memory (0 B in the compile report), so there are no banks to conflict",
+    "register spills": "the compile report shows 0 B of spill stores",
+    "warp divergence": "every lane of a warp runs the same loop the same number of times (cols does not vary per lane)",
+    "tail wave": "a tail is a short last wave after full ones, and this launch runs in a single wave",
+    "launch overhead": "at hundreds of microseconds per call, the few microseconds of a launch are not what is slow",
+    "compute-bound": "three FLOPs per element against eight bytes: far left of the ridge, the FP32 units are idle",
+}
+SUSPECTS = tuple(sorted((*MYSTERY_DEFECTS, *CLEARED)))
+
+# Where to look for a defect not found yet, without naming it.
+_WHERE_TO_LOOK = {
+    "idle SMs": "the launch: how many blocks, for how many SMs",
+    "uncoalesced loads": "which addresses the 32 lanes of one warp read in the same instruction",
+    "local memory": "the compile report's stack frame",
+    "edges": "what the last block does when rows is not a multiple of ROWS_PER_BLOCK",
+}
+
+
+def check_diagnosis(suspects) -> Verdict:
+    """Name the capstone's defects: a set of names from ``SUSPECTS``."""
+    if suspects is None:
+        return Verdict("Not answered yet: give a set of names from SUSPECTS.", False)
+    if isinstance(suspects, str):
+        suspects = {suspects}
+    canonical = {s.lower(): s for s in SUSPECTS}
+    given = {" ".join(str(s).strip().lower().split()) for s in suspects}
+    unknown = sorted(given - set(canonical))
+    named = {canonical[g] for g in given if g in canonical}
+    if unknown:
+        return Verdict(f"Not suspects this check knows: {', '.join(map(repr, unknown))}. Use names from "
+                       f"SUSPECTS: {', '.join(SUSPECTS)}.", False)
+    found = [d for d in MYSTERY_DEFECTS if d in named]
+    cleared = [s for s in sorted(named) if s in CLEARED]
+    missing = [d for d in MYSTERY_DEFECTS if d not in named]
+    if cleared:   # counts only: naming the innocent (or the guilty) among many suspects would give the answer
+        return Verdict(f"{len(cleared)} of your {len(named)} suspects are innocent, and {len(missing)} of the "
+                       f"{len(MYSTERY_DEFECTS)} defects are not among them. Keep only the suspects a number in "
+                       "this notebook convicts.", False)
+    lines = [f"{len(found)} of the {len(MYSTERY_DEFECTS)} defects found" + (f": {', '.join(found)}." if found else ".")]
+    if missing:
+        lines.append(f"{len(missing)} still hidden. Look at " + "; and at ".join(_WHERE_TO_LOOK[d] for d in missing) + ".")
+    else:
+        lines += ["The other suspects are innocent:"] + [f"  {name}: {why}." for name, why in CLEARED.items()]
+    return Verdict("\n".join(lines), not missing)
+
+
+def mystery_lower_bound_s(result) -> float:
+    """The HBM lower bound of the mystery at the recorded shape: its compulsory bytes (x read, out
+    written, the weights read once) at the copy bandwidth measured in the same run."""
+    mystery = result.cases[0]
+    copy = next(c for c in result.cases if c.kernel == "elementwise.copy_vec4")
+    return mystery.bytes / (copy.bytes / copy.median_s)
+
+
+def check_lower_bound(result, seconds) -> Verdict:
+    """The learner's lower bound for the mystery, in seconds, against ``mystery_lower_bound_s``."""
+    if seconds is None:
+        return Verdict("Not answered yet: replace None with your lower bound in seconds.", False)
+    want = mystery_lower_bound_s(result)
+    observed = result.cases[0].median_s
+    if _close(seconds, want, 0.03):
+        return Verdict(f"Correct: {want * 1e6:,.1f} µs. The mystery took {observed * 1e6:,.0f} µs, "
+                       f"{observed / want:,.0f}× its bound: a residual of {(observed - want) * 1e6:,.0f} µs to explain.", True)
+    if _close(seconds, want * 1e6, 0.03):
+        return Verdict("That is the right number in microseconds; the check wants seconds.", False)
+    return Verdict("Not quite: the bound is the bytes the kernel must move (x read once, out written once, the "
+                   "weights once) divided by the copy kernel's bandwidth in the same run (its bytes ÷ its median).", False)
+
+
+# Mistakes told as scenarios, in words the catalogue and its tables do not use: the learner has to
+# recognise the family from what goes wrong, not look it up.
+FAMILY_SCENARIOS = {
+    "A kernel's author says it runs at 90% of the GPU's capability, because the profiler's timeline "
+    "shows the GPU busy for 90% of the run.": "roofline and measurement",
+    "A reduction kernel has block 0 spin until block 1,000 sets a flag in global memory; on a big "
+    "input it sometimes never finishes.": "execution model",
+    "Adding an 8 KiB lookup table to a kernel's shared memory takes it from five resident blocks per SM "
+    "to four, and its author never re-derives that.": "resources",
+    "A kernel timed with time.perf_counter() around its launch takes 8 µs, and the profiler says it "
+    "runs for 2 ms.": "roofline and measurement",
+}
+
+
+def check_families(answers) -> Verdict:
+    """Exercise: the family of each scenario in ``FAMILY_SCENARIOS``. Says how many are right, never
+    which scenario is wrong, so guessing one scenario at a time does not pay."""
+
+    if not answers:
+        return Verdict("Not answered yet: give a dict {scenario: family} with one of the families "
+                       f"{', '.join(FAMILIES)} for each scenario.", False)
+    if not isinstance(answers, dict):
+        return Verdict("Answer with a dict {scenario: family}.", False)
+    unknown = [a for a in answers.values() if not isinstance(a, str) or a.strip().lower() not in FAMILIES]
+    if unknown:
+        return Verdict(f"Not a family: {', '.join(map(repr, unknown))}. The families are {', '.join(FAMILIES)}.", False)
+    missing = [s for s in FAMILY_SCENARIOS if s not in answers]
+    if missing:
+        return Verdict(f"Not answered yet: {len(missing)} of the {len(FAMILY_SCENARIOS)} scenarios have no family "
+                       "(use the scenario strings as keys).", False)
+    right = sum(answers[s].strip().lower() == f for s, f in FAMILY_SCENARIOS.items())
+    if right == len(FAMILY_SCENARIOS):
+        return Verdict("Correct: a busy timeline and a host clock are measurement mistakes, a block waiting on a "
+                       "later block assumes an order the hardware does not promise, and shared memory per block "
+                       "is a resource that sets residency.", True)
+    return Verdict(f"Not yet: {right} of {len(FAMILY_SCENARIOS)} are right. For each scenario, ask what the author "
+                   "believes that is false: how the GPU runs blocks, what an SM can hold, how bytes move, how work "
+                   "is tiled or fused, or what a number measures.", False)
+
+
+
+
+def check_answer(number: int, family_guess: str) -> Verdict:
+    """Quiz: name the family of failure ``number``."""
+    f = failure(number)
+    if not isinstance(family_guess, str):
+        return Verdict(f"Not answered yet: name one of the families {_FAMILY_LIST}.", False)
+    guess = " ".join(family_guess.strip().lower().split())
+    if guess not in FAMILIES:
+        return Verdict(f"{family_guess!r} is not one of the families; answer with one of {_FAMILY_LIST}.", False)
+    if guess != f.family:
+        return Verdict(f"Not {guess!r}. Read the mistake again: {f.mistake} "
+                       f"Which of these does it belong to: {_FAMILY_LIST}?", False)
+    where = link(f)
+    return Verdict(f"Correct: failure {f.number} is a {f.family} failure. {f.explanation}"
+                   + (f" See {where}." if where else ""), True)
+
+
+def choices(number: int) -> list[str]:
+    """Three explanations for failure ``number``'s mistake: its own and two of the same family's,
+    in an order fixed per failure, so a quiz can ask which one fits."""
+    import random
+
+    f = failure(number)
+    others = [g.explanation for g in by_family(f.family) if g.number != f.number]
+    rng = random.Random(number)
+    options = [f.explanation, *rng.sample(others, 2)]
+    rng.shuffle(options)
+    return options
+
+
+def check_choice(number: int, chosen: str | None) -> Verdict:
+    """Quiz: which explanation fits failure ``number``'s mistake? ``chosen`` is one of ``choices(number)``."""
+    f = failure(number)
+    if chosen is None:
+        return Verdict("Not answered yet: pick the explanation that fits the mistake.", False)
+    if chosen not in choices(number):
+        return Verdict("That is not one of the three explanations offered for this mistake; pick one of them.", False)
+    if chosen != f.explanation:
+        return Verdict("Not that one: it explains a different mistake of the same family. Read the mistake again "
+                       "and ask what it would make you measure wrongly.", False)
+    shown, where = evidence(f), link(f)
+    return Verdict(f"Right. {f.explanation}" + (f" Measured: {shown}" if shown else " (Not measured in this course.)")
+                   + (f" See {where}." if where else ""), True)

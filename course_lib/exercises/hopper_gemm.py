@@ -1,0 +1,82 @@
+"""Notebook 10's exercise checks: a wgmma descriptor written by hand, a setmaxnreg plan, and which
+ablation a measurement shows costing the most."""
+from __future__ import annotations
+
+from course_lib.exercises.base import Verdict
+from course_lib.labs.hopper_gemm import _ablation_rows as ablation_rows
+from course_lib.models import hopper
+
+# Addresses a K-major, 1024-aligned tile and its k16 steps (+32 bytes) can start at.
+DESCRIPTOR_PROBES = (0x0, 0x400, 0x8020, 0x10040, 0x2A060, 0x3FC00)
+
+
+def check_descriptor(fn) -> Verdict:
+    """Exercise: ``fn(address)`` returns the 64-bit descriptor of a K-major, 128-byte swizzled tile
+    at that shared-memory address (8-row groups 1,024 bytes apart)."""
+    if fn is None:
+        return Verdict("Not answered yet: write the function and pass it in.", False)
+    if fn is hopper.smem_descriptor:
+        return Verdict("That is the course's own function: write yours from the bit layout.", False)
+    for addr in DESCRIPTOR_PROBES:
+        want = hopper.smem_descriptor(addr)
+        try:
+            got = fn(addr)
+        except Exception as exc:  # noqa: BLE001  (a learner's function may fail any way)
+            return Verdict(f"Your function raised {type(exc).__name__}: {exc} for address {addr:#x}.", False)
+        if not isinstance(got, int) or got != want:
+            have = hopper.decode_descriptor(got) if isinstance(got, int) and 0 <= got < 1 << 64 else got
+            return Verdict(f"Not quite at address {addr:#x}: expected {want:#018x} "
+                           f"({hopper.decode_descriptor(want)}), got {have}.", False)
+    return Verdict(f"Correct for all {len(DESCRIPTOR_PROBES)} addresses: start / 16 in bits 0-13, 1 in the "
+                   "leading offset, 1024 / 16 = 64 in the stride offset, mode 1 (128-byte) in bits 62-63.", True)
+
+
+def best_consumer_registers(consumer_warpgroups: int = 2, producer_regs: int = 24) -> int:
+    """The most registers setmaxnreg can give each consumer thread with one producer warpgroup at
+    ``producer_regs``."""
+    best = 0
+    for regs in range(hopper.SETMAXNREG_RANGE[0], hopper.SETMAXNREG_RANGE[1] + 1, 8):
+        if hopper.register_plan(producer_regs, regs, consumer_warpgroups).fits:
+            best = regs
+    return best
+
+
+def check_register_plan(producer_regs, consumer_regs) -> Verdict:
+    """Exercise: setmaxnreg counts for one producer and two consumer warpgroups that fit the registers
+    the block holds from launch and give the consumers as many as possible."""
+    if producer_regs is None or consumer_regs is None:
+        return Verdict("Not answered yet: give both counts.", False)
+    try:
+        plan = hopper.register_plan(producer_regs, consumer_regs)
+    except ValueError as exc:
+        return Verdict(str(exc), False)
+    if not plan.fits:
+        return Verdict(f"{plan.total:,} registers: more than the {plan.pool:,} the block holds from launch "
+                       f"({plan.threads} threads × {plan.launch_regs}). setmaxnreg.inc only takes registers "
+                       "that .dec gave back, so the consumers would wait for them forever.", False)
+    best = best_consumer_registers(2, producer_regs)
+    if consumer_regs < best:
+        return Verdict(f"It fits ({plan.total:,} registers), but the consumers could have {best} each.", False)
+    if producer_regs > hopper.SETMAXNREG_RANGE[0]:
+        return Verdict(f"It fits ({plan.total:,}), but a producer that only issues copies needs few registers: "
+                       f"with {hopper.SETMAXNREG_RANGE[0]} the consumers could have "
+                       f"{best_consumer_registers(2, hopper.SETMAXNREG_RANGE[0])}.", False)
+    return Verdict(f"Correct: 128 × {producer_regs} + 256 × {consumer_regs} = {plan.total:,} ≤ {plan.pool:,}, "
+                   f"the {plan.threads} threads × {plan.launch_regs} registers the block holds from launch; "
+                   "setmaxnreg moves them from the producer to the consumers.", True)
+
+
+def check_costliest(result, shape_label: str, answer) -> Verdict:
+    """Exercise: the ablation (of ``hopper.ablations``) that slowed its kernel the most at a shape."""
+
+    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["time change %"] is not None]
+    if not rows:
+        return Verdict(f"{result.experiment} has no ablations at {shape_label}.", False)
+    names = [r["variant"] for r in rows]
+    if answer not in names:
+        return Verdict(f"Answer with one of: {'; '.join(names)}.", False)
+    worst = max(rows, key=lambda r: r["time change %"])
+    picked = next(r for r in rows if r["variant"] == answer)
+    told = (f"{worst['variant']}: {worst['time change %']:+.1f}% ({result.provenance}); "
+            f"yours, {answer}: {picked['time change %']:+.1f}%.")
+    return Verdict(f"Correct. {told}" if picked is worst else f"Not this one. {told}", picked is worst)

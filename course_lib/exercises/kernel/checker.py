@@ -1,0 +1,261 @@
+"""Write-it-yourself kernel exercises: the learner's CUDA C, compiled, checked statically, and (with
+a GPU) run against a reference at adversarial sizes in a child process under a time limit.
+
+``check(name, source)`` does the whole thing and returns a ``Verdict`` (a string with ``.correct``):
+
+1. NVRTC compiles the source for this GPU (in replay, for the recorded GPU's architecture). A
+   compile error is shown with NVRTC's log, its line numbers those of the learner's cell.
+2. ptxas's report gives the kernel's registers, shared memory and spills; the exercise's static
+   checks read them and the source.
+3. Live, a child process (``python -m course_lib.exercises.kernel.runner``) loads the cubin and runs the
+   kernel at each of the exercise's sizes against a reference, then times it beside the course
+   kernel that moves the same bytes. A kernel that hangs is stopped after the time limit, one that
+   faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
+   ``sanitize=True`` then runs every size again under compute-sanitizer's memcheck and racecheck.
+
+The exercises live in ``kernel_exercise_set`` (re-exported here); each has starter code, a hint, a reference solution and
+deliberately wrong solutions, which tests pass through the same checker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from course_lib.core import cuda, runtime
+from course_lib.exercises.base import Verdict
+from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises, re-exported: notebooks name them from here)
+    ASYNC_PIPELINE,
+    EXERCISES,
+    FUSED_EPILOGUE,
+    MYSTERY,
+    MYSTERY_DEFECTS,
+    MYSTERY_SCALAR_FIX,
+    MYSTERY_THREADS,
+    PERSISTENT_TILES,
+    REGISTER_BUDGET,
+    ROW_SUMS,
+    SCALE,
+    TILE_GEMM,
+    TRANSPOSE,
+    WARP_ROW_SUMS,
+    WARP_SPECIALIZED,
+    Finding,
+    KernelExercise,
+    exercise,
+    rows_per_block,
+)
+from course_lib.measure.profiler import _repo_root
+
+CELL_NAME = "your cell"
+DEFAULT_TIME_LIMIT_S = 20
+
+
+# --------------------------------------------------------------------------- checking
+
+def _cell_source(source: str) -> str:
+    """The learner's code as NVRTC compiles it: with a line mark, so messages name the cell's lines."""
+    return f'#line 1 "{CELL_NAME}"\n{source}'
+
+
+def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
+    """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
+    try:
+        code = _cell_source(cuda.paste_headers(source, CELL_NAME))   # a cell may #include a course header
+    except FileNotFoundError as exc:
+        return b"", None, [f"{exc}. The headers a cell can include are: "
+                           f"{', '.join(sorted(h.name for h in cuda.KERNEL_DIR.glob('*.cuh')))}."]
+    try:
+        cubin, log = cuda.compile_source(code, arch, f"{ex.name}.cu", use_cache=False)
+    except cuda.NvrtcUnavailable as exc:
+        return b"", None, [f"Not compiled: {exc} Run the notebook where NVRTC installs (Linux, or a GPU machine)."]
+    except cuda.CompileError as exc:
+        lines = [ln for ln in str(exc).splitlines()[1:] if ln.strip()]
+        return b"", None, ["Your code did not compile. NVRTC says:", *[f"  {ln}" for ln in lines[:20]]]
+    res = cuda.parse_ptxas_report(log, arch).get(ex.kernel)
+    if res is None:
+        return b"", None, [f'Your cell compiled but defines no kernel `extern "C" __global__ void {ex.kernel}(...)`; '
+                           f"the checker launches that name."]
+    return cubin, res, []
+
+
+STARTUP_LIMIT_S = 180   # the child's imports and CuPy's first compiles, before the kernel runs
+
+
+def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
+    """The child's stdout lines, and "hung" if it ran past ``limit_s`` after saying READY (or
+    "startup" if it never got that far): the time limit is the kernel's, not Python's start-up."""
+    import queue
+    import threading
+    import time
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: ([lines.put(ln) for ln in proc.stdout], lines.put(None)), daemon=True).start()
+    out, ready, deadline = [], False, time.monotonic() + STARTUP_LIMIT_S
+    while True:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            return out, "hung" if ready else "startup"
+        if line is None:
+            proc.wait()
+            return out, None
+        out.append(line.rstrip("\n"))
+        if line.strip() == "READY":
+            ready, deadline = True, time.monotonic() + limit_s
+
+
+SANITIZER_TOOLS = ("memcheck", "racecheck")
+
+
+def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
+               launch: dict) -> dict:
+    """Run the kernel in a child process (so a hang or fault cannot take the notebook's GPU context)."""
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        spec = json.dumps({"exercise": ex.name, "cubin": path, "time_it": time_it and tool is None,
+                           "launch": launch, "no_pool": tool is not None})
+        cmd = [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec]
+        if tool is not None:
+            san = shutil.which("compute-sanitizer")
+            if san is None:
+                return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
+            cmd = [san, "--tool", tool, "--error-exitcode", "86", "--print-limit", "5"] + cmd
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
+        with tempfile.TemporaryFile(mode="w+") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+            out, stopped = _communicate(proc, time_limit_s * (1 if tool is None else 6))
+            err.seek(0)
+            stderr = err.read()
+    if stopped == "hung":
+        return {"hung": time_limit_s}
+    if stopped == "startup":
+        return {"error": f"the checker's process did not start within {STARTUP_LIMIT_S} s"}
+    result = {}
+    for line in out:
+        if line.startswith("{"):
+            result = json.loads(line)
+    result["returncode"] = proc.returncode
+    if tool is not None:
+        result["sanitizer_lines"] = [ln for ln in out + stderr.splitlines()
+                                     if ln.startswith("=========") and ln.strip("= ")][:12]
+    if not result.get("cases") and proc.returncode and "error" not in result:
+        result["error"] = (stderr.strip().splitlines() or ["(no message)"])[-1]
+    return result
+
+
+def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    if "hung" in run:
+        return False, [f"Your kernel did not finish in {time_limit_s:g} s, so the checker stopped it (it ran in a "
+                       "separate process: this notebook's GPU state is untouched). Look for a loop whose index "
+                       "never reaches its bound, or a barrier not every thread reaches; then run the cell again."]
+    if "sanitizer" in run:
+        return False, [run["sanitizer"]]
+    lines, ok = [], True
+    for case in run.get("cases", []):
+        size = case["size"] if isinstance(case["size"], str) else f"n = {case['size']:,}"
+        if case["passed"]:
+            lines.append(f"  {size}: correct")
+        else:
+            ok = False
+            lines.append(f"  {size}: WRONG. {case['first_wrong']}")
+    if run.get("error"):
+        ok = False
+        cause = ex.fault_hint or ("CUDA errors such as an illegal address come from reading or writing outside "
+                                  "an array")
+        lines.append(f"The launch failed: {run['error']}. {cause}; the checker's process ended, this notebook's "
+                     "did not.")
+    if "timing" in run:
+        t = run["timing"]
+        size = t["size"] if isinstance(t["size"], str) else f"n = {t['size']:,}"
+        lines.append(f"Timed at {size}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
+                     f"{t['course_us']:.1f} µs for the same bytes (medians of {t['samples']}, CUDA events, GPU held).")
+    return ok, lines
+
+
+def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    """compute-sanitizer's verdict on one more run of every size (no timing)."""
+    if "sanitizer" in run:
+        return False, [run["sanitizer"]]
+    if "hung" in run:
+        return False, [f"compute-sanitizer {tool}: did not finish in {6 * time_limit_s:g} s (it slows kernels "
+                       "down many times), so the checker stopped it; the results above come from the run without it"]
+    clean = run["returncode"] == 0
+    return clean, [f"compute-sanitizer {tool}: " + ("no errors." if clean else "errors (exit status "
+                                                    f"{run['returncode']}):"),
+                   *([] if clean else [f"  {ln}" for ln in run.get("sanitizer_lines", [])])]
+
+
+def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+          live: bool | None = None) -> Verdict:
+    """Compile, check and (live) run the learner's kernel for exercise ``name``; see the module doc."""
+
+    ex = exercise(name)
+    if not source.strip():
+        return Verdict("The cell is empty: write the kernel (the starter code is printed by "
+                       f"kernel_exercises.starter({name!r})).", False)
+    live = runtime.mode() == "live" if live is None else live
+    arch, too_old = cuda.target_arch(), None
+    if int(arch.removeprefix("sm_").rstrip("a")) < round(10 * ex.min_cc):
+        too_old = (f"This exercise needs compute capability {ex.min_cc:g} or newer and this GPU is "
+                   f"{arch.removeprefix('sm_')[:-1]}.{arch.removeprefix('sm_')[-1]}: it is compiled for sm_"
+                   f"{round(10 * ex.min_cc)} and checked statically, but it cannot run here.")
+        arch, live = f"sm_{round(10 * ex.min_cc)}", False
+    cubin, res, problems = compile_exercise(ex, source, arch)
+    if problems:
+        return Verdict("\n".join(problems), False)
+    lines = [f"Compiled for {arch} ({cuda.nvrtc_version()}): {res.registers} registers/thread, "
+             f"{res.static_smem_bytes} B static shared memory, "
+             + ("no spills." if not res.spills else f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded.")]
+    findings = ex.static_findings(source, res)
+    lines += [f"  {'✔' if f.ok else '✘'} {f.text}" for f in findings]
+    static_ok = all(f.ok for f in findings)
+    if too_old:
+        lines.append(too_old)
+        return Verdict("\n".join(lines), False)
+    if not live:
+        lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
+                     f"the static checks above. Not checked: its results at {ex.sizes_text()} "
+                     "against the reference, and its speed. "
+                     "Open this notebook on a CUDA GPU (see the README) to run it."
+                     + ("" if static_ok else f" Stuck? print(kernel_exercises.hint({name!r}))"))
+        return Verdict("\n".join(lines), static_ok)
+    launch = ex.launch(source)
+    if launch is None:
+        lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
+        return Verdict("\n".join(lines), False)
+    run = _run_child(ex, cubin, time_limit_s, None, time_it=static_ok, launch=launch)
+    ok, more = _live_lines(ex, run, time_limit_s)
+    lines += more
+    for tool in SANITIZER_TOOLS if sanitize else ():
+        clean, more = _sanitizer_lines(tool, _run_child(ex, cubin, time_limit_s, tool, False, launch), time_limit_s)
+        ok, lines = ok and clean, lines + more
+    verdict = static_ok and ok
+    lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again. "
+                 f"Stuck? print(kernel_exercises.hint({name!r}))")
+    return Verdict("\n".join(lines), verdict)
+
+
+def resources(name: str, source: str) -> cuda.KernelResources:
+    """What ptxas gives ``source`` for this GPU (the recorded GPU's architecture in replay), with no
+    verdict: the compile report alone. A source that does not compile raises with NVRTC's log."""
+    _, res, problems = compile_exercise(exercise(name), source, cuda.target_arch())
+    if problems:
+        raise ValueError("\n".join(problems))
+    return res
+
+
+def starter(name: str) -> str:
+    return exercise(name).starter
+
+
+def hint(name: str) -> str:
+    return exercise(name).hint

@@ -1,0 +1,318 @@
+"""Notebook 11: the capstone's mystery kernel measured, and the failures it demonstrates.
+
+Experiment ``failures.mystery``: the mystery RMSNorm of ``kernel_exercises.MYSTERY`` and its
+variants, each with one defect left, the plain fix and the reference solution (every one checked against a float64 reference at the timed
+shape), beside the course's one-pass RMSNorm and the copy kernel that moves the same bytes;
+Nsight Compute's counters for each; compute-sanitizer's memcheck on the unguarded variants and
+racecheck on notebook 05's transpose with and without its barrier; the guard-less variant run at
+a row count that is not a multiple of its block (wrong) beside one that is (right); and the
+host-timer reading of the mystery that a colleague might have reported.
+"""
+from __future__ import annotations
+
+from course_lib.core import cuda
+from course_lib.core.timing import benchmark, host_timed
+from course_lib.exercises.kernel import checker as ke
+from course_lib.launch.elementwise import geometry as elementwise_launch
+from course_lib.launch.fusion import run_rmsnorm
+from course_lib.measure import evidence as ev
+from course_lib.measure.evidence import Case
+from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from course_lib.measure.profiler import attach_profiles
+from course_lib.measure.sanitizer import sanitizer_summary
+from course_lib.models.failures import Failure, demonstrated
+
+AS_GIVEN = "the mystery as given"
+NO_GUARD = "one warp per row, no row guard"
+LOCAL_ROW = "one warp per row, the row kept in a local array"
+SCALAR_FIX = "one warp per row, 4-byte loads"
+SOLUTION = "reference solution (one warp per row, 16-byte loads)"
+NCU_METRICS = ["launch__grid_size", "sm__cycles_active.avg", "sm__cycles_active.max",
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+               "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+               "dram__bytes_read.sum", "dram__bytes_write.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
+
+
+def source(label: str) -> str:
+    """The CUDA C of one variant of the mystery kernel."""
+    return {SOLUTION: ke.MYSTERY.solution, SCALAR_FIX: ke.MYSTERY_SCALAR_FIX}.get(label) or ke.MYSTERY.wrong[label]
+
+
+def compiled(label: str):
+    """``(function, resources, rows_per_block)`` of one variant, compiled for this GPU."""
+
+    src = source(label)
+    cubin, res, problems = ke.compile_exercise(ke.MYSTERY, src, cuda.device_arch())
+    if problems:
+        raise RuntimeError("\n".join(problems))
+    return cuda._load_module(cubin).get_function(ke.MYSTERY.kernel), res, ke.rows_per_block(src)
+
+
+def operands(rows: int, cols: int, spare_rows: int = 0, seed: int = 0):
+    """x (rows × cols, plus ``spare_rows`` of data past its end), weights, and a NaN-filled out with a
+    sentinel past its end; the spare rows let an unguarded kernel overrun without faulting."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    x = rng.random((rows + spare_rows) * cols, dtype=cupy.float32) - 0.5
+    w = rng.random(cols, dtype=cupy.float32) + 0.5
+    out = cupy.full((rows + spare_rows) * cols, cupy.nan, dtype=cupy.float32)
+    out[rows * cols:] = 12345.0
+    return x, w, out
+
+
+def launch(fn, rows_per_block: int, out, x, w, rows: int, cols: int) -> None:
+    import numpy as np
+
+    fn((-(-rows // rows_per_block),), (ke.MYSTERY_THREADS,), (out, x, w, np.int32(rows), np.int32(cols)))
+
+
+def reference(x, w, rows: int, cols: int):
+    import cupy
+
+    x64 = x[:rows * cols].reshape(rows, cols).astype(cupy.float64)
+    return x64 / cupy.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w.astype(cupy.float64)
+
+
+def run_exact(label: str, rows: int, cols: int) -> None:
+    """One launch on arrays of exactly their size, one cudaMalloc each: what memcheck runs."""
+    import cupy
+
+    cupy.cuda.set_allocator(None)
+    fn, _, per_block = compiled(label)
+    x, w, _ = operands(rows, cols)
+    out = cupy.empty(rows * cols, dtype=cupy.float32)
+    launch(fn, per_block, out, x, w, rows, cols)
+    cupy.cuda.Device().synchronize()
+    err = float(cupy.abs(out.reshape(rows, cols) - reference(x, w, rows, cols)).max())
+    print(f"n={rows}x{cols} {label}: max error {err:.3g}")
+
+
+def overrun(label: str, rows: int, cols: int) -> dict:
+    """Run with a block's worth of spare rows past both arrays: wrong outputs and writes past the end."""
+    import cupy
+
+    fn, _, per_block = compiled(label)
+    x, w, out = operands(rows, cols, spare_rows=ke.MYSTERY_THREADS)
+    launch(fn, per_block, out, x, w, rows, cols)
+    cupy.cuda.Device().synchronize()
+    got = out[:rows * cols].reshape(rows, cols).astype(cupy.float64)
+    want = reference(x, w, rows, cols)
+    wrong = ~(cupy.abs(got - want) <= 1e-4 * cupy.abs(want) + 1e-5)
+    return {"rows": rows, "cols": cols, "rows_per_block": per_block,
+            "wrong_outputs": int(wrong.sum()), "outputs": rows * cols,
+            "written_past_the_end": int((out[rows * cols:] != 12345.0).sum())}
+
+
+def _transpose_script(label: str) -> str:
+    return ("from course_lib.labs import failure_lab as lab_failures; lab_failures.run_transpose("
+            f"{label!r}, 256, 256)")
+
+
+def run_transpose(label: str, rows: int, cols: int) -> None:
+    """Notebook 05's transpose exercise (solution or a wrong variant) once: what racecheck runs."""
+    import cupy
+    import numpy as np
+
+    src = ke.TRANSPOSE.solution if label == "solution" else ke.TRANSPOSE.wrong[label]
+    cubin, _, problems = ke.compile_exercise(ke.TRANSPOSE, src, cuda.device_arch())
+    if problems:
+        raise RuntimeError("\n".join(problems))
+    fn = cuda._load_module(cubin).get_function(ke.TRANSPOSE.kernel)
+    a = cupy.random.default_rng(0).random((rows, cols), dtype=cupy.float32)
+    out = cupy.empty(rows * cols, dtype=cupy.float32)
+    fn(((cols + 31) // 32, (rows + 31) // 32), (32, 8), (out, a, np.int32(rows), np.int32(cols)))
+    cupy.cuda.Device().synchronize()
+    print(f"n={rows}x{cols} transpose {label}: max error {float(cupy.abs(out - a.T.ravel()).max()):.3g}")
+
+
+def _profile_script(rows: int, cols: int, labels: list[str]) -> str:
+    return ("from course_lib import lab_failures as lf\n"
+            f"lf.launch_each({rows}, {cols}, {labels!r})")
+
+
+def launch_each(rows: int, cols: int, labels: list[str]) -> None:
+    """Each variant once, then the course's RMSNorm and copy: the launches ncu profiles, in case order."""
+    import cupy
+
+    x, w, out = operands(rows, cols)
+    for label in labels:
+        fn, _, per_block = compiled(label)
+        launch(fn, per_block, out, x, w, rows, cols)
+    run_rmsnorm(out.reshape(rows, cols), x.reshape(rows, cols), w, "one pass")
+    n = rows * cols
+    grid, block = elementwise_launch("copy_vec4", n)
+    cuda.kernel("elementwise", "copy_vec4")(grid, block, (out, x, cupy.int64(n)))
+    cupy.cuda.Device().synchronize()
+
+
+@experiment("failures.mystery",
+            "The capstone's mystery RMSNorm and its one-defect variants, beside the course's RMSNorm and copy.",
+            shape=[16384, 1024], edge_rows=4097, sanitize_shape=[257, 1000], samples=30)
+def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples: int) -> list[Case]:
+    import cupy
+
+    rows, cols = shape
+    n = rows * cols
+    x, w, out = operands(rows, cols)
+    want = reference(x, w, rows, cols)
+    params = {"rows": rows, "cols": cols}
+    cases: list[Case] = []
+    labels = [AS_GIVEN, LOCAL_ROW, NO_GUARD, SCALAR_FIX, SOLUTION]
+    for label in labels:
+        fn, res, per_block = compiled(label)
+        out.fill(cupy.nan)
+        launch(fn, per_block, out, x, w, rows, cols)
+        check = check_close(out.reshape(rows, cols), want, "float64 RMSNorm", 1e-5, 1e-6)
+        t = benchmark(lambda: launch(fn, per_block, out, x, w, rows, cols), samples, flush_l2=True)
+        grid = (-(-rows // per_block),)
+        cases.append(require_passed(Case(f"{label}, {rows}×{cols}", params, f"capstone.{label}", list(t.samples_s),
+                                         3 * n, 2 * n * 4 + cols * 4, check,
+                                         launch_record(grid, (ke.MYSTERY_THREADS,), res),
+                                         extra={"stack_frame_bytes": res.stack_frame_bytes,
+                                                "rows_per_block": per_block})))
+    fn, res, per_block = compiled(AS_GIVEN)
+    host = host_timed(lambda: launch(fn, per_block, out, x, w, rows, cols), samples)
+    cases.append(Case(f"{AS_GIVEN}, host timer without synchronize, {rows}×{cols}", params, f"capstone.{AS_GIVEN}",
+                      list(host.samples_s), 3 * n, 2 * n * 4 + cols * 4, cases[0].check, cases[0].launch,
+                      timer="host perf_counter, no synchronize"))
+    y = out.reshape(rows, cols)
+    run_rmsnorm(y, x.reshape(rows, cols), w, "one pass")
+    t = benchmark(lambda: run_rmsnorm(y, x.reshape(rows, cols), w, "one pass"), samples, flush_l2=True)
+    cases.append(require_passed(Case(f"course rmsnorm_one_pass, {rows}×{cols}", params, "fusion.rmsnorm_one_pass",
+                                     list(t.samples_s), 3 * n, 2 * n * 4 + cols * 4,
+                                     check_close(y, want, "float64 RMSNorm", 1e-5, 1e-6))))
+    grid, block = elementwise_launch("copy_vec4", n)
+    copy = cuda.kernel("elementwise", "copy_vec4")
+    copy(grid, block, (out, x, cupy.int64(n)))
+    check = check_close(out, x[:n], "source array", 0.0)
+    t = benchmark(lambda: copy(grid, block, (out, x, cupy.int64(n))), samples, flush_l2=True)
+    cases.append(require_passed(Case(f"copy (course copy_vec4), {rows}×{cols}", params, "elementwise.copy_vec4",
+                                     list(t.samples_s), 0, 2 * n * 4, check)))
+
+    by_label = {c.kernel.removeprefix("capstone."): c for c in cases[:len(labels)]}
+    by_label[NO_GUARD].extra["rows a multiple of the block"] = overrun(NO_GUARD, rows, cols)
+    by_label[NO_GUARD].extra["rows not a multiple of the block"] = overrun(NO_GUARD, edge_rows, cols)
+    sr, sc = sanitize_shape
+    for label in (AS_GIVEN, NO_GUARD, SOLUTION):
+        by_label[label].extra["memcheck"] = sanitizer_summary(
+            f"from course_lib.labs import failure_lab as lab_failures; lab_failures.run_exact({label!r}, {sr}, {sc})", "memcheck")
+    by_label[SOLUTION].extra["racecheck of notebook 05's transpose"] = {
+        label: sanitizer_summary(_transpose_script(label), "racecheck") for label in ("solution", "no barrier")}
+
+    profiled = cases[:len(labels)] + cases[len(labels) + 1:]
+    attach_profiles(profiled, _profile_script(rows, cols, labels), NCU_METRICS, "rms_norm|rmsnorm_one_pass|copy_vec4",
+                    ["rms_norm"] * len(labels) + ["rmsnorm_one_pass", "copy_vec4"])
+    return cases
+
+
+# --------------------------------------------------------------------------- analysis (no GPU)
+
+COLLEAGUE = "host timer"     # the case a colleague reported, timed the wrong way
+BEFORE_THE_FIX = (AS_GIVEN, "course rmsnorm_one_pass", "copy")
+
+
+@beside_reference
+def diagnosis_rows(result, only: tuple[str, ...] | None = None, with_host_timer: bool = False) -> list[dict]:
+    """One row per timed kernel (those whose name starts with one of ``only``, or all): time, share
+    of the copy's bandwidth in the same run, and the ncu counters that tell why. The host-timer
+    case is left out unless asked for."""
+    copy = next(c for c in result.cases if c.kernel == "elementwise.copy_vec4")
+    rows = []
+    for c in result.cases:
+        if (only and not c.name.startswith(only)) or (COLLEAGUE in c.name and not with_host_timer):
+            continue
+        row = {"kernel": c.name.rsplit(",", 1)[0], "timer": c.timer, "median (µs)": round(c.median_s * 1e6, 1),
+               "GB/s": round(c.bytes / c.median_s / 1e9), "% of copy": round(100 * copy.median_s / c.median_s * c.bytes / copy.bytes, 1)}
+        m = c.extra.get("ncu")
+        if m:
+            requests = m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] or 0
+            row |= {"blocks": int(m["launch__grid_size"]),
+                    "SM busy (avg/max cycles)": round(m["sm__cycles_active.avg"] / m["sm__cycles_active.max"], 2),
+                    "sectors per load request": round(m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / requests, 1)
+                    if requests else None,
+                    "local sectors (ld+st)": int(m["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"]
+                                                 + m["l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"]),
+                    "DRAM MB": round((m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]) / 1e6)}
+        rows.append(row)
+    return rows
+
+
+def compile_report(result) -> str:
+    """The mystery's registers, shared memory, stack frame and spills: compiled here by NVRTC where it
+    is installed, else the report recorded with the measurement (and said so)."""
+
+    try:
+        r = ke.resources(ke.MYSTERY.name, ke.MYSTERY.starter)
+        source = f"NVRTC {cuda.nvrtc_version()}, {cuda.target_arch()}"
+        regs, smem, stack, spill = r.registers, r.static_smem_bytes, r.stack_frame_bytes, r.spill_store_bytes
+    except ValueError:
+        case = next(c for c in result.cases if c.kernel == f"capstone.{AS_GIVEN}")
+        source = f"recorded with the measurement, {result.provenance}: NVRTC is not installed here"
+        regs, smem, spill = case.launch["registers"], case.launch["static_smem_bytes"], case.launch["spill_store_bytes"]
+        stack = case.extra["stack_frame_bytes"]
+    return f"{regs} registers/thread, {smem} B shared memory, {stack:,} B stack frame, {spill} B spilled ({source})"
+
+
+@beside_reference
+def edge_rows(result) -> list[dict]:
+    """The guard-less kernel at a row count that is a multiple of its block and at one that is not."""
+    case = next(c for c in result.cases if c.kernel == f"capstone.{NO_GUARD}")
+    rows = []
+    for what in ("rows a multiple of the block", "rows not a multiple of the block"):
+        e = case.extra[what]
+        rows.append({"rows × cols": f"{e['rows']:,} × {e['cols']:,}", "blocks of 8 rows": -(-e["rows"] // e["rows_per_block"]),
+                     "wrong outputs": e["wrong_outputs"], "floats written past the end": e["written_past_the_end"]})
+    return rows
+
+
+def sanitizer_lines(result) -> dict[str, list[str]]:
+    """compute-sanitizer's recorded verdicts, by what ran."""
+    out = {}
+    for c in result.cases:
+        for key, value in c.extra.items():
+            if key == "memcheck":
+                out[f"{key}: {c.name.rsplit(',', 1)[0]}"] = value.get("lines") or [value.get("unavailable", "")]
+            elif key.startswith("racecheck of"):
+                for label, v in value.items():
+                    out[f"{key}, {label}"] = v.get("lines") or [v.get("unavailable", "")]
+    return out
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.1f} µs"
+
+
+def _measured(case, in_flops: bool) -> str:
+    """Median time and the rate it implies, in TFLOP/s or in GB/s."""
+    t = case.median_s
+    rate = (f"{case.flop / t / 1e12:,.1f} TFLOP/s" if in_flops
+            else f"{case.bytes / t / 1e9:,.0f} GB/s" if case.bytes else None)
+    return f"{_duration(t)}" + (f", {rate}" if rate else "") + f" ({case.timer})"
+
+
+def evidence(f: Failure, gpu: str = "h200") -> str | None:
+    """The recorded measurement behind ``f``, as a sentence: its case's median time and rate and,
+    where the record has one, the case that does it right (with the time ratio when both did the
+    same work). None for a failure no record demonstrates."""
+
+    if f.record is None or f.case is None:
+        return None
+    record = ev.load(gpu, f.record)
+    cases = {c["name"]: ev.case_from_json(c) for c in record["cases"]}
+    shown = cases[f.case]
+    in_flops = shown.flop > shown.bytes   # a compute-bound case reads in FLOP/s, a memory-bound one in GB/s
+    text = (f"recorded on {record['machine']['gpu']}, {record['recorded_at'][:10]} ({f.record}): "
+            f"«{f.case}» {_measured(shown, in_flops)}")
+    if f.contrast is not None:
+        other = cases[f.contrast]
+        text += f" against «{f.contrast}» {_measured(other, in_flops)}"
+        if shown.flop == other.flop and (shown.flop or shown.bytes == other.bytes):
+            text += f": {shown.median_s / other.median_s:.2f}× the time for the same work"
+    return text + "."
+
+
+def evidence_rows(gpu: str = "h200") -> list[dict]:
+    """One row per failure a record demonstrates: its number, family, mistake, the measurement, where."""
+    return [{"#": f.number, "family": f.family, "mistake": f.mistake, "measured": evidence(f, gpu),
+             "shown in": f"{f.notebook} · {f.section}"} for f in demonstrated()]

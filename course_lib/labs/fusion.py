@@ -1,0 +1,756 @@
+"""Notebook 08's experiments: what fusion saves, measured, and where it stops saving.
+
+* ``fusion.chains``: k elementwise ops on a tensor several times the L2, as k course kernels, as one
+  course kernel generated from the op list (``chain_source``) and compiled by NVRTC, as PyTorch
+  eager and as ``torch.compile``; the copy kernel in the same run is the bandwidth they are held to.
+* ``fusion.epilogue``: bias + GELU (+ residual) inside the course's bf16 GEMM (``TC_EPILOGUE``)
+  against the plain GEMM and a separate pass, and against cuBLAS with PyTorch's epilogue.
+* ``fusion.reductions``: softmax and RMSNorm rows, one pass (the row held in registers) against two
+  kernels (statistics, then a second read), PyTorch and ``torch.compile``; at 16k and 32k also the
+  row split over two blocks, prefetched (RMSNorm) and held half in shared memory; and rows too long
+  for the registers, where the one-pass kernel spills.
+* ``fusion.attention``: the N x N score matrix that naive attention materializes, against
+  ``scaled_dot_product_attention``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from course_lib.core import cuda
+from course_lib.core.cuda import defines_to_options
+from course_lib.core.hardware import detect, gpu_spec
+from course_lib.core.timing import benchmark_interleaved
+from course_lib.launch.elementwise import geometry as elementwise_launch
+from course_lib.launch.fusion import (
+    FAMILY,
+    HALF_SHARED,
+    HALF_SHARED_ONE_PER_SM,
+    PREFETCH,
+    SPLIT,
+    SPLIT_MIN_CC,
+    STAGED_MIN_CC,
+    PointwiseOp,
+    _row_vecs_default,
+    affine_op,
+    chain_launch,
+    chain_source,
+    compiled_chain,
+    epilogue_defines,
+    half_shared_launch,
+    half_shared_one_per_sm_launch,
+    half_shared_plans,
+    one_pass_family,
+    one_pass_row_vecs,
+    prefetch_launch,
+    row_threads,
+    run_epilogue_gemm,
+    run_epilogue_pass,
+    run_fused,
+    run_plain_gemm,
+    run_rmsnorm,
+    run_softmax,
+    run_unfused,
+    split_threads,
+)
+from course_lib.launch.gemm_bf16 import BF16, bf16_geometry, require_bf16_mma, run_bf16
+from course_lib.launch.operands import (
+    bf16_bits_to_float32,
+    bf16_tolerance_rel,
+    random_operand,
+    to_bf16_bits,
+    torch_view,
+)
+from course_lib.measure import profiler
+from course_lib.measure.evidence import Case
+from course_lib.measure.experiments import (
+    beside_reference,
+    beside_reference_figure,
+    check_close,
+    experiment,
+    launch_record,
+    require_passed,
+)
+from course_lib.measure.profiler import kernels_launched
+from course_lib.models import fusion, occupancy
+
+FP32_BYTES = 4
+
+
+# --------------------------------------------------------------------------- generated elementwise chains
+
+
+def torch_chain(ops: list[PointwiseOp]):
+    """The chain as a learner writes it in PyTorch: y = y * a + b for every step."""
+    coeffs = [ab for op in ops for ab in op.coefficients]
+
+    def chain(y):
+        for a, b in coeffs:
+            y = y * a + b
+        return y
+    return chain
+
+
+def _compiled(fn, *example_args, dynamic: bool | None = False):
+    """``torch.compile(fn)`` after one successful call on ``example_args`` (compiling is lazy: a
+    missing Triton or a failed compile shows at the first call), or None and the reason.
+    ``dynamic=None`` is torch.compile's default: recompile for dynamic shapes when a shape changes."""
+    import torch
+
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, dynamic=dynamic)
+        compiled(*example_args)
+        return compiled, None
+    except Exception as exc:  # noqa: BLE001  (any failure to compile is a finding to record)
+        return None, f"torch.compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+
+
+def _kernel_summary(names: list[str]) -> dict:
+    return {"count": len(names), "distinct": sorted(set(names))}
+
+
+DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+
+
+def profile_chain(k: int, fmas: int, elements: int) -> None:
+    """The unfused chain then the fused one, each launched once: what ncu profiles for ``fusion.chains``."""
+    import cupy
+
+    fam = compiled_chain([affine_op(i, fmas) for i in range(k)])
+    x = cupy.random.default_rng(3).random(elements, dtype=cupy.float32)
+    out, scratch = cupy.empty_like(x), (cupy.empty_like(x), cupy.empty_like(x))
+    run_unfused(fam, k, x, out, scratch)
+    run_fused(fam, x, out)
+    cupy.cuda.Device().synchronize()
+
+
+def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int) -> None:
+    """ncu's DRAM bytes, summed over each plan's launches, beside the ledger's prediction."""
+
+    script = f"from course_lib.labs import fusion as lab_fusion; lab_fusion.profile_chain({k}, {fmas}, {elements})"
+    expected = [f"op_{i}" for i in range(1, k + 1)] + ["fused_chain"]
+    try:
+        profiles = profiler.ncu_metrics(script, DRAM_METRICS, r"^(op_\d+|fused_chain)$")
+        if [p.function for p in profiles] != expected:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {expected}")
+    except profiler.ProfilerUnavailable as exc:
+        unfused.extra["ncu_unavailable"] = fused.extra["ncu_unavailable"] = str(exc)
+        return
+    for case, launches in ((unfused, profiles[:k]), (fused, profiles[k:])):
+        case.extra["ncu"] = {m: sum(p.metrics[m] for p in launches) for m in DRAM_METRICS}
+        case.extra["ncu_launches"] = len(launches)
+        case.extra["ncu_command"] = profiler.command_line(DRAM_METRICS, r"^(op_\d+|fused_chain)$")
+        case.extra["ncu_version"] = profiler.ncu_version()
+
+
+@experiment("fusion.chains",
+            "k elementwise ops: k course kernels, one generated fused kernel, PyTorch eager and torch.compile, "
+            "beside the copy kernel in the same run.",
+            elements=1 << 26, ks=[1, 2, 4, 8, 12, 16, 24, 32], compiled_ks=[1, 2, 4, 8, 16, 32], fmas_per_op=4,
+            samples=20, profiled_k=8)
+def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: int, samples: int,
+           profiled_k: int) -> list[Case]:
+    import cupy
+    import torch
+
+    x = cupy.random.default_rng(1).random(elements, dtype=cupy.float32) * 2 - 1
+    tx = torch.as_tensor(x, device="cuda")
+    out, scratch = cupy.empty_like(x), (cupy.empty_like(x), cupy.empty_like(x))
+    copy_fn = cuda.kernel("elementwise", "copy_vec4")
+    copy_grid, copy_block = elementwise_launch("copy_vec4", elements)
+    tensor_bytes = FP32_BYTES * elements
+    cases = []
+    for k in ks:
+        ops = [affine_op(i, fmas_per_op) for i in range(k)]
+        fam = compiled_chain(ops)
+        ref = x.astype(cupy.float64)
+        for op in ops:
+            ref = op.apply(ref)
+        eager = torch_chain(ops)
+        compiled, why_not = _compiled(eager, tx) if k in compiled_ks else (None, None)
+        plans = {"copy (course copy_vec4)": lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements))),
+                 "course, one fused kernel": lambda: run_fused(fam, x, out),
+                 f"course, {k} kernels": lambda: run_unfused(fam, k, x, out, scratch),
+                 "PyTorch eager": lambda: eager(tx)}
+        if compiled is not None:
+            plans["torch.compile (Inductor)"] = lambda: compiled(tx)
+        checks, kernels = {}, {}
+        for plan, fn in plans.items():
+            out.fill(np.nan)
+            got = fn()
+            got = out if got is None else cupy.asarray(got)
+            want = x if plan.startswith("copy") else ref
+            checks[plan] = check_close(got, want, "float64 chain" if want is ref else "source array", 1e-4)
+            kernels[plan] = kernels_launched(fn)
+        times = benchmark_interleaved(list(plans.values()), samples)
+        flop = elements * sum(op.flop_per_element for op in ops)
+        grid, block = chain_launch(elements)
+        by_plan = {}
+        for (plan, _), t in zip(plans.items(), times):
+            launched = [n for n in kernels[plan] if not n.startswith("Memset")]
+            is_copy = plan.startswith("copy")
+            res = (cuda.resources("elementwise", "copy_vec4") if is_copy
+                   else fam.resources["fused_chain" if "fused" in plan else "op_1"] if plan.startswith("course") else None)
+            case = Case(f"k={k}: {plan}", {"k": k, "plan": plan},
+                        "elementwise.copy_vec4" if is_copy else plan, list(t.samples_s),
+                        0.0 if is_copy else flop, 2.0 * tensor_bytes * len(launched), checks[plan],
+                        launch_record(grid, block, res) if res else None,
+                        extra={"kernels": _kernel_summary(launched), "ops": k, "fmas_per_op": fmas_per_op})
+            by_plan[plan] = require_passed(case)
+            cases.append(case)
+        if why_not:
+            cases[-1].extra["torch_compile_unavailable"] = why_not
+        if k == profiled_k:
+            _attach_dram(by_plan[f"course, {k} kernels"], by_plan["course, one fused kernel"], k, fmas_per_op, elements)
+    fused_source = chain_source([affine_op(i, fmas_per_op) for i in range(2)])
+    cases[0].extra["example_source_k2"] = fused_source
+    return cases
+
+
+# --------------------------------------------------------------------------- the GEMM epilogue
+
+PLAIN_GEMM = "course GEMM (plain)"
+BIAS_ONLY = "course GEMM, fused bias only (no GELU)"
+GELU_FUSED = "course GEMM, fused bias + GELU"
+RESIDUAL_FUSED = "course GEMM, fused bias + GELU + residual"
+# The same plans with C sent out through shared memory in 16-byte stores (TC_STAGE_C, sm_90+).
+STAGED = ", 16-byte stores"
+EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, PLAIN_GEMM + STAGED, RESIDUAL_FUSED + STAGED)
+EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
+                    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                    "dram__bytes_read.sum", "dram__bytes_write.sum"]
+
+
+def _epilogue_inputs(m: int, n: int, k: int):
+    """The experiment's operands, bias and residual (raw bf16), the same for the timed and the profiled runs."""
+
+    a, b = to_bf16_bits(random_operand((m, k), 21)), to_bf16_bits(random_operand((k, n), 22))
+    return a, b, to_bf16_bits(random_operand((n,), 23)), to_bf16_bits(random_operand((m, n), 24))
+
+
+def profile_epilogue(m: int, n: int, k: int, staged: bool = True) -> None:
+    """The plain GEMM, then bias only, bias + GELU and bias + GELU + residual fused, then the plain
+    GEMM and the residual epilogue with 16-byte stores, each launched once (``EPILOGUE_PROFILED``'s
+    order): what ncu profiles for ``fusion.epilogue``."""
+    import cupy
+
+    a, b, bias, res = _epilogue_inputs(m, n, k)
+    c = cupy.empty((m, n), dtype=cupy.uint16)
+    run_plain_gemm(a, b, c)
+    run_epilogue_gemm(a, b, c, bias, gelu=False)
+    run_epilogue_gemm(a, b, c, bias)
+    run_epilogue_gemm(a, b, c, bias, res)
+    if staged:
+        run_plain_gemm(a, b, c, staged=True)
+        run_epilogue_gemm(a, b, c, bias, res, staged=True)
+    cupy.cuda.Device().synchronize()
+
+
+def _epilogue_reference(ta, tb, tbias, tres):
+    import torch
+
+    z = torch.nn.functional.gelu(ta.double() @ tb.double() + tbias.double(), approximate="tanh")
+    return z + tres.double() if tres is not None else z
+
+
+@experiment("fusion.epilogue",
+            "Bias + GELU (+ residual) fused into the course's bf16 GEMM, against the plain GEMM, a separate "
+            "pass, cuBLAS with PyTorch's epilogue, and torch.compile.",
+            shapes=[[4096, 4096, 4096], [4096, 4096, 1024], [4096, 4096, 256]], samples=20)
+def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    cc = detect().compute_capability
+    require_bf16_mma(cc)
+    cases = []
+    for m, n, k in shapes:
+        a, b, bias, res = _epilogue_inputs(m, n, k)
+        c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
+        ta, tb, tbias, tres = (torch_view(v) for v in (a, b, bias, res))
+        ref_gelu, ref_full = _epilogue_reference(ta, tb, tbias, None), _epilogue_reference(ta, tb, tbias, tres)
+        ref_mm = ta.double() @ tb.double()
+
+        def torch_epilogue(x, y, bb, r):
+            return torch.nn.functional.gelu(x @ y + bb, approximate="tanh") + r
+
+        compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
+        plans = {
+            PLAIN_GEMM: (lambda: run_plain_gemm(a, b, c), c, ref_mm),
+            BIAS_ONLY: (lambda: run_epilogue_gemm(a, b, c, bias, gelu=False), c, ref_mm + tbias.double()),
+            GELU_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
+            RESIDUAL_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias, res), c, ref_full),
+            RESIDUAL_FUSED + ", libm tanhf": (lambda: run_epilogue_gemm(a, b, c, bias, res, libm_tanh=True), c, ref_full),
+            "course GEMM + separate epilogue pass": (lambda: (run_bf16(a, b, c), run_epilogue_pass(out, c, bias, res)),
+                                                     out, ref_full),
+            "separate epilogue pass alone": (lambda: run_epilogue_pass(out, c, bias, res), out, None),
+            "cuBLAS GEMM (torch.mm)": (lambda: torch.mm(ta, tb), None, ref_mm),
+            "cuBLAS + PyTorch eager epilogue": (lambda: torch_epilogue(ta, tb, tbias, tres), None, ref_full),
+        }
+        if compiled is not None:
+            plans["torch.compile (Inductor)"] = (lambda: compiled(ta, tb, tbias, tres), None, ref_full)
+        if float(cc) >= STAGED_MIN_CC:
+            plans[PLAIN_GEMM + STAGED] = (lambda: run_plain_gemm(a, b, c, staged=True), c, ref_mm)
+            plans[GELU_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, staged=True), c, ref_gelu)
+            plans[RESIDUAL_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, res, staged=True), c, ref_full)
+        checks, kernels = {}, {}
+        run_bf16(a, b, c)   # the pass alone reads a real GEMM output
+        for plan, (fn, buf, ref) in plans.items():
+            if buf is not None:
+                buf.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
+            got = fn()
+            if plan == "separate epilogue pass alone":
+                z = torch.nn.functional.gelu(torch_view(c).double() + tbias.double(), approximate="tanh") + tres.double()
+                checks[plan] = check_close(bf16_bits_to_float32(out), cupy.asarray(z),
+                                           "float64 epilogue of the same bf16 GEMM output", bf16_tolerance_rel())
+            else:
+                got = bf16_bits_to_float32(buf) if buf is not None else cupy.asarray(got.float())
+                checks[plan] = check_close(got, cupy.asarray(ref), "float64 GEMM and epilogue of the same bf16 inputs",
+                                           bf16_tolerance_rel())
+            kernels[plan] = [x for x in kernels_launched(fn) if not x.startswith("Memset")]
+        times = benchmark_interleaved([fn for fn, _, _ in plans.values()], samples)
+        flop = 2.0 * m * n * k
+        grid, block, smem = bf16_geometry(m, n)
+        for (plan, _), t in zip(plans.items(), times):
+            launch = None
+            if plan.startswith("course GEMM"):
+                defines = course_gemm_defines(plan)
+                fam = cuda.compile_family(BF16, None, defines_to_options(defines))
+                launch = launch_record(grid, block, fam.resources["bf16_gemm_mma"], smem)
+            cases.append(require_passed(Case(
+                f"{m}x{n}x{k}: {plan}", {"shape": [m, n, k], "plan": plan}, plan, list(t.samples_s),
+                0.0 if plan == "separate epilogue pass alone" else flop,
+                2.0 * (m * k + k * n + m * n), checks[plan], launch,
+                extra={"kernels": _kernel_summary(kernels[plan]),
+                       **({"torch_compile_unavailable": why_not} if why_not and plan.startswith("cuBLAS +") else {})})))
+        if [m, n, k] == shapes[0]:
+            staged = float(cc) >= STAGED_MIN_CC
+            profiled = [c for p in EPILOGUE_PROFILED for c in cases if c.params == {"shape": [m, n, k], "plan": p}]
+            profiler.attach_profiles(profiled, "from course_lib.labs import fusion as lab_fusion; "
+                                     f"lab_fusion.profile_epilogue({m}, {n}, {k}, staged={staged})",
+                                     EPILOGUE_METRICS, "^bf16_gemm_mma$", ["bf16_gemm_mma"] * len(profiled))
+    return cases
+
+
+def course_gemm_defines(plan: str) -> dict | None:
+    """The defines of one of ``fusion.epilogue``'s course GEMM plans, from its name."""
+    staged = plan.endswith(STAGED)
+    if "fused" not in plan:
+        return {"TC_STAGE_C": 1} if staged else None
+    return epilogue_defines("residual" in plan, "tanhf" in plan, "no GELU" not in plan, staged)
+
+
+# --------------------------------------------------------------------------- row reductions
+
+
+SPILL_METRICS = DRAM_METRICS + ["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                                "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+                                "sm__warps_active.avg.pct_of_peak_sustained_active"]
+
+
+def profile_rows(op: str, n: int, elements: int) -> None:
+    """One one-pass launch and one two-pass pair at row length n: what ncu profiles for the long rows."""
+    import cupy
+
+    x = cupy.random.default_rng(4).standard_normal((elements // n, n), dtype=cupy.float32)
+    out, stats = cupy.empty_like(x), cupy.empty(2 * x.shape[0], dtype=cupy.float32)
+    w = cupy.ones(n, dtype=cupy.float32)
+    for plan in ("one pass", "two pass"):
+        if op == "softmax":
+            run_softmax(out, x, plan, stats)
+        else:
+            run_rmsnorm(out, x, w, plan, stats)
+    cupy.cuda.Device().synchronize()
+
+
+def _attach_row_profile(one: Case, two: Case, op: str, n: int, elements: int) -> None:
+    names = {"softmax": ["softmax_one_pass", "softmax_row_stats", "softmax_normalize"],
+             "rmsnorm": ["rmsnorm_one_pass", "rmsnorm_row_stats", "rmsnorm_normalize"]}[op]
+    regex = "^(" + "|".join(names) + ")$"
+    script = f"from course_lib.labs import fusion as lab_fusion; lab_fusion.profile_rows({op!r}, {n}, {elements})"
+    try:
+        profiles = profiler.ncu_metrics(script, SPILL_METRICS, regex)
+        if [p.function for p in profiles] != names:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {names}")
+    except profiler.ProfilerUnavailable as exc:
+        one.extra["ncu_unavailable"] = two.extra["ncu_unavailable"] = str(exc)
+        return
+    for case, launches in ((one, profiles[:1]), (two, profiles[1:])):
+        case.extra["ncu"] = {m: sum(p.metrics[m] for p in launches) for m in SPILL_METRICS[:4]}
+        case.extra["ncu"]["sm__warps_active.avg.pct_of_peak_sustained_active"] = \
+            launches[-1].metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]
+        case.extra["ncu_command"] = profiler.command_line(SPILL_METRICS, regex)
+        case.extra["ncu_version"] = profiler.ncu_version()
+
+
+@experiment("fusion.reductions",
+            "Softmax and RMSNorm rows: one pass (row in registers) against two kernels, PyTorch and torch.compile, "
+            "beside the copy kernel; and rows too long for the registers.",
+            elements=1 << 26, row_lengths=[1024, 2048, 4096, 8192, 16384, 32768], spill_row_lengths=[65536, 131072],
+            split_row_lengths=[16384, 32768], samples=20)
+def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[int], split_row_lengths: list[int],
+               samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    copy_fn = cuda.kernel("elementwise", "copy_vec4")
+    splits = split_row_lengths if float(detect().compute_capability) >= SPLIT_MIN_CC else []
+    budget = occupancy.budget_from_device(detect())
+
+    def half_shared(op: str, n: int) -> tuple[str, ...]:
+        res = cuda.compile_family(FAMILY).resources[f"{op}_half_shared"]
+        return half_shared_plans(budget, res.registers, res.static_smem_bytes, n, split_row_lengths)
+
+    cases = []
+    for op in ("softmax", "rmsnorm"):
+        eager = ((lambda t: torch.softmax(t, dim=-1)) if op == "softmax"
+                 else (lambda t, w: torch.nn.functional.rms_norm(t, (t.shape[-1],), w, eps=1e-6)))
+        compiled, why_not = None, None   # one torch.compile per op, first called at the first row length
+        for n in row_lengths + spill_row_lengths:
+            rows = elements // n
+            tx = torch.randn(rows, n, device="cuda", dtype=torch.float32, generator=torch.Generator("cuda").manual_seed(n))
+            tw = torch.rand(n, device="cuda", generator=torch.Generator("cuda").manual_seed(1)) + 0.5
+            x, w = cupy.asarray(tx), cupy.asarray(tw)
+            out, stats = cupy.empty_like(x), cupy.empty(2 * rows, dtype=cupy.float32)
+            if op == "softmax":
+                ref = torch.softmax(tx.double(), dim=-1)
+                course = {p: (lambda p=p: run_softmax(out, x, p, stats))
+                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) + half_shared("softmax", n)}
+                args = (tx,)
+            else:
+                ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
+                course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
+                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) + half_shared("rmsnorm", n)}
+                args = (tx, tw)
+            if compiled is None and why_not is None:
+                compiled, why_not = _compiled(eager, *args, dynamic=None)
+            lib = {f"PyTorch eager ({'torch.softmax' if op == 'softmax' else 'F.rms_norm'})": lambda: eager(*args)}
+            if compiled is not None:
+                lib["torch.compile (Inductor)"] = lambda: compiled(*args)
+            cgrid, cblock = elementwise_launch("copy_vec4", rows * n)
+            plans = {"copy (course copy_vec4)": lambda: copy_fn(cgrid, cblock, (out, x, np.int64(rows * n))),
+                     **{f"course {p}": fn for p, fn in course.items()}, **lib}
+            checks, kernels = {}, {}
+            for plan, fn in plans.items():
+                out.fill(np.nan)
+                got = fn()
+                got = out if got is None else cupy.asarray(got)
+                want = x if plan.startswith("copy") else cupy.asarray(ref)
+                checks[plan] = check_close(got, want, "source array" if plan.startswith("copy") else
+                                           f"float64 {op}", 1e-4)
+                kernels[plan] = [k for k in kernels_launched(fn) if not k.startswith("Memset")]
+            times = benchmark_interleaved(list(plans.values()), samples)
+            by_plan = {}
+            for (plan, _), t in zip(plans.items(), times):
+                launch, extra = None, {"kernels": _kernel_summary(kernels[plan]), "rows": rows, "n": n,
+                                       "spill_case": n in spill_row_lengths}
+                if plan == f"course {PREFETCH}":
+                    grid, block, smem = prefetch_launch(rows, n)
+                    launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
+                elif plan in (f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}"):
+                    block, smem = (half_shared_launch(n) if plan == f"course {HALF_SHARED}"
+                                   else half_shared_one_per_sm_launch(op, n))
+                    launch = launch_record((rows,), block, cuda.compile_family(FAMILY).resources[f"{op}_half_shared"],
+                                           smem)
+                elif plan == f"course {SPLIT}":
+                    launch = launch_record((2 * rows,), (split_threads(n),),
+                                           cuda.compile_family(FAMILY).resources[f"{op}_split"])
+                elif plan.startswith("course"):
+                    one = plan == "course one pass"
+                    kname = f"{op}_one_pass" if one else f"{op}_row_stats"
+                    fam = one_pass_family(n) if one else cuda.compile_family(FAMILY)
+                    threads = row_threads(n, one_pass_row_vecs(n)) if one else row_threads(n)
+                    launch = launch_record((rows,), (threads,), fam.resources[kname])
+                    extra["row_vecs"] = one_pass_row_vecs(n) if one else None
+                    extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
+                if plan in (f"course {PREFETCH}", f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}",
+                            f"course {SPLIT}"):   # one pass, another layout
+                    extra["row_vecs"] = _row_vecs_default()
+                    extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
+                if why_not and plan.startswith("PyTorch"):
+                    extra["torch_compile_unavailable"] = why_not
+                case = Case(f"{op} n={n}: {plan}", {"op": op, "n": n, "plan": plan}, plan, list(t.samples_s),
+                            0.0, 2.0 * FP32_BYTES * rows * n, checks[plan], launch, extra=extra)
+                by_plan[plan] = require_passed(case)
+                cases.append(case)
+            if n in spill_row_lengths:
+                _attach_row_profile(by_plan["course one pass"], by_plan["course two pass"], op, n, elements)
+    return cases
+
+
+# --------------------------------------------------------------------------- attention's score matrix
+
+@experiment("fusion.attention",
+            "Naive attention (scores materialized) against scaled_dot_product_attention, bf16, for several "
+            "sequence lengths, with the kernels each launched.",
+            seq_lens=[512, 1024, 2048, 4096, 8192], batch=4, heads=16, head_dim=64, samples=20)
+def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, samples: int) -> list[Case]:
+    import cupy
+    import torch
+    import torch.nn.functional as F
+
+    cases = []
+    for s in seq_lens:
+        gen = torch.Generator("cuda").manual_seed(s)
+        q, k, v = (torch.randn(batch, heads, s, head_dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+                   for _ in range(3))
+        scale = 1.0 / math.sqrt(head_dim)
+
+        def naive():
+            return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v
+
+        plans = {"naive (matmul, softmax, matmul)": naive,
+                 "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(q, k, v)}
+        ref = cupy.asarray(F.scaled_dot_product_attention(q.float(), k.float(), v.float()))
+        checks = {p: check_close(cupy.asarray(fn().float()), ref, "fp32 scaled_dot_product_attention", 2.0 ** -5)
+                  for p, fn in plans.items()}
+        kernels = {p: [x for x in kernels_launched(fn) if not x.startswith("Memset")] for p, fn in plans.items()}
+        times = benchmark_interleaved(list(plans.values()), samples)
+        flop = 4.0 * batch * heads * s * s * head_dim
+        for (plan, _), t in zip(plans.items(), times):
+            fused = plan.startswith("scaled")
+            predicted = fusion.attention_bytes(s, head_dim, batch * heads, 2, fused=fused)
+            cases.append(require_passed(Case(
+                f"N={s}: {plan}", {"seq_len": s, "plan": plan}, plan, list(t.samples_s), flop, predicted,
+                checks[plan], extra={"kernels": {"count": len(kernels[plan]), "names": kernels[plan]}})))
+        del q, k, v
+        torch.cuda.empty_cache()
+    return cases
+
+
+# --------------------------------------------------------------------------- smoke launches (sanitizer)
+
+
+# --------------------------------------------------------------------------- analysis for the notebook
+
+def short_kernel_name(name: str) -> str:
+    """A profiler kernel name without its template arguments and parameter list."""
+    head = name.replace("(anonymous namespace)::", "").split("(")[0]
+    if "<" in head:
+        head = head.split("<")[0]
+    return head.replace("void ", "").strip() or name
+
+
+def _by(result, *keys) -> dict:
+    return {tuple(c.params[k] for k in keys): c for c in result.cases}
+
+
+def _chain_rows(result) -> list[dict]:
+    """Per chain length: each plan's time, the fused kernel against copy, and its speedup over k launches."""
+    cases = _by(result, "k", "plan")
+    rows = []
+    for k in sorted({c.params["k"] for c in result.cases}):
+        copy, fused, split = (cases[(k, p)] for p in ("copy (course copy_vec4)", "course, one fused kernel",
+                                                     f"course, {k} kernels"))
+        eager, comp = cases[(k, "PyTorch eager")], cases.get((k, "torch.compile (Inductor)"))
+        rows.append({"k": k, "FLOP/byte (fused, analytic)": fused.flop / fused.bytes,
+                     "copy µs": copy.median_s * 1e6, "fused µs": fused.median_s * 1e6,
+                     "fused, % of copy bandwidth": 100 * copy.median_s / fused.median_s,
+                     "k kernels µs": split.median_s * 1e6, "speedup over k kernels": split.median_s / fused.median_s,
+                     "target 0.8·k": 0.8 * k,
+                     "eager µs (kernels)": f"{eager.median_s * 1e6:,.0f} ({eager.extra['kernels']['count']})",
+                     "torch.compile µs (kernels)": (f"{comp.median_s * 1e6:,.0f} ({comp.extra['kernels']['count']})"
+                                                    if comp else "not run")})
+    return rows
+
+
+@beside_reference
+def chain_rows(result) -> list[dict]:
+    return _chain_rows(result)
+
+
+def copy_bandwidth(result) -> float:
+    """The copy kernel's median bandwidth over the whole run, bytes/s."""
+    copies = [c for c in result.cases if c.params["plan"].startswith("copy")]
+    return float(np.median([c.bandwidth_bytes_per_s for c in copies]))
+
+
+def compute_bound_k(result, slowdown: float = 1.2) -> dict:
+    """Where the fused chain stops being memory-bound: measured, the first k whose fused kernel takes
+    ``slowdown`` times the copy of the same bytes or more; analytic, the k at which k·c/(2b) reaches
+    the ridge, from the datasheet and from this run's copy bandwidth."""
+
+    rows = _chain_rows(result)
+    # the first k from which every longer chain is slower than the copy by the threshold: one noisy
+    # point below the ridge does not count as the turn
+    slow = [r["fused µs"] >= slowdown * r["copy µs"] for r in rows]
+    measured = next((r["k"] for i, r in enumerate(rows) if all(slow[i:])), None)
+    any_case = next(c for c in result.cases if c.params["plan"] == "course, one fused kernel")
+    flop_per_op = any_case.flop / any_case.params["k"] / (any_case.bytes / 2 / FP32_BYTES)
+    g = gpu_spec(result.gpu)
+    measured_ridge = g.peak("fp32") / copy_bandwidth(result)
+    return {"measured k": measured, "slowdown threshold": slowdown,
+            "analytic k (datasheet fp32 peak and HBM bandwidth)": fusion.compute_bound_chain_length(
+                flop_per_op, FP32_BYTES, g.name),
+            "analytic k (datasheet peak, measured copy bandwidth)": math.ceil(measured_ridge * 2 * FP32_BYTES / flop_per_op),
+            "FLOP per op per element": flop_per_op}
+
+
+@beside_reference_figure
+def chain_figure(result):
+    """Left: time against chain length for every plan. Right: the fused chain on the roofline,
+    with the copy bandwidth measured in the same run and the datasheet fp32 peak."""
+    import matplotlib.pyplot as plt
+
+    cases = _by(result, "k", "plan")
+    ks = sorted({c.params["k"] for c in result.cases})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = [("copy (course copy_vec4)", "copy of the same bytes"), ("course, one fused kernel", "course, fused"),
+              (None, "course, k kernels"), ("PyTorch eager", "PyTorch eager"),
+              ("torch.compile (Inductor)", "torch.compile")]
+    for plan, label in series:
+        pts = [(k, cases[(k, plan or f"course, {k} kernels")].median_s * 1e6) for k in ks
+               if (k, plan or f"course, {k} kernels") in cases]
+        left.plot(*zip(*pts), "o-", ms=4, label=label)
+    left.set(xscale="log", yscale="log", xlabel="ops in the chain, k", ylabel="median µs",
+             title="k elementwise ops on 256 MiB")
+    left.set_xticks(ks, [str(k) for k in ks])
+    left.legend(fontsize=8)
+    g = gpu_spec(result.gpu)
+    bw, peak = copy_bandwidth(result), g.peak("fp32")
+    xs = np.logspace(-1, 2.3, 200)
+    right.plot(xs, np.minimum(peak, xs * bw) / 1e12, "k-", lw=1,
+               label=f"roof: measured copy {bw / 1e12:.2f} TB/s, datasheet fp32 {peak / 1e12:.0f} TFLOP/s")
+    fused = [cases[(k, "course, one fused kernel")] for k in ks]
+    right.plot([c.flop / c.bytes for c in fused], [c.flop_per_s / 1e12 for c in fused], "o", color="C1",
+               label="course fused chain (measured)")
+    for c in fused:
+        right.annotate(f"k={c.params['k']}", (c.flop / c.bytes, c.flop_per_s / 1e12), fontsize=7,
+                       textcoords="offset points", xytext=(4, -8))
+    right.axvline(peak / bw, color="grey", ls=":", lw=1)
+    right.set(xscale="log", yscale="log", xlabel="FLOP per HBM byte", ylabel="TFLOP/s",
+              title="the fused chain on the roofline")
+    right.legend(fontsize=7, loc="lower right")
+    fig.suptitle(result.provenance, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@beside_reference
+def dram_rows(result) -> list[dict]:
+    """ncu's DRAM bytes for the profiled chain against the ledger's prediction for each plan."""
+    rows = []
+    for c in result.cases:
+        if "ncu" not in c.extra:
+            continue
+        k = c.params["k"]
+        chain = fusion.elementwise_chain(k, result.params["elements"], dtype="fp32")
+        plans = fusion.ledger(chain, result.gpu)
+        predicted = (plans.fused if "fused" in c.params["plan"] else plans.unfused).bytes_moved
+        measured = c.extra["ncu"]["dram__bytes_read.sum"] + c.extra["ncu"]["dram__bytes_write.sum"]
+        rows.append({"plan": c.params["plan"], "launches (ncu)": c.extra["ncu_launches"],
+                     "ledger MB (analytic)": predicted / 1e6, "DRAM read MB (ncu)": c.extra["ncu"]["dram__bytes_read.sum"] / 1e6,
+                     "DRAM write MB (ncu)": c.extra["ncu"]["dram__bytes_write.sum"] / 1e6,
+                     "ncu / ledger": measured / predicted})
+    return rows
+
+
+@beside_reference
+def kernel_rows(result, **where) -> list[dict]:
+    """Which kernels each plan launched (the PyTorch profiler's list), for the cases matching ``where``."""
+    rows = []
+    for c in result.cases:
+        if all(c.params.get(k) == v for k, v in where.items()):
+            names = c.extra["kernels"].get("distinct") or c.extra["kernels"].get("names")
+            rows.append({"plan": c.params["plan"], "kernels launched": c.extra["kernels"]["count"],
+                         "which": ", ".join(sorted({short_kernel_name(n) for n in names}))})
+    return rows
+
+
+@beside_reference
+def epilogue_rows(result) -> list[dict]:
+    """Every epilogue plan at each shape, against the plain course GEMM and cuBLAS of the same run."""
+    rows = []
+    for shape in result.params["shapes"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+        plain, lib = cs[PLAIN_GEMM], cs["cuBLAS GEMM (torch.mm)"]
+        plain_staged = cs.get(PLAIN_GEMM + STAGED)
+        for plan, c in cs.items():
+            same_stores = plain_staged if plan.endswith(STAGED) else plain
+            rows.append({"M x N x K": "x".join(map(str, shape)), "plan": plan, "median µs": c.median_s * 1e6,
+                         "over the plain course GEMM": (f"{100 * (c.median_s / plain.median_s - 1):+.1f}%"
+                                                        if plan.startswith("course") else ""),
+                         "over plain, same stores": (f"{100 * (c.median_s / same_stores.median_s - 1):+.1f}%"
+                                                     if plan.startswith("course") and "fused" in plan else ""),
+                         "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
+                                               if plan.startswith(("cuBLAS", "torch")) else ""),
+                         "kernels": c.extra["kernels"]["count"]})
+    return rows
+
+
+@beside_reference
+def epilogue_profile_rows(result) -> list[dict]:
+    """ncu on the course GEMM's epilogue plans at the first shape: instructions executed, how busy the
+    issue slots and tensor pipe were, and DRAM traffic, each beside the plain GEMM's."""
+    shape = result.params["shapes"][0]
+    cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+    plain = cs[PLAIN_GEMM].extra.get("ncu")
+    rows = []
+    for plan in EPILOGUE_PROFILED:
+        if plan not in cs:   # the 16-byte-store plans are recorded on sm_90+ only
+            continue
+        nc = cs[plan].extra.get("ncu")
+        if not nc or not plain:
+            rows.append({"plan": plan, "ncu": cs[plan].extra.get("ncu_unavailable", "not profiled")})
+            continue
+        rows.append({"plan": plan, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
+                     "warp instructions (M)": nc["sm__inst_executed.sum"] / 1e6,
+                     "more than plain (M)": (nc["sm__inst_executed.sum"] - plain["sm__inst_executed.sum"]) / 1e6,
+                     "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+                     "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+                     "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6})
+    return rows
+
+
+@beside_reference
+def reduction_rows(result, op: str) -> list[dict]:
+    """Per row length: each plan's bandwidth as a % of the copy measured beside it (the minimum bytes,
+    one read and one write of the tensor, over the time)."""
+    rows = []
+    plans = list(dict.fromkeys(c.params["plan"] for c in result.cases
+                               if c.params["op"] == op and not c.params["plan"].startswith("copy")))
+    for n in result.params["row_lengths"] + result.params["spill_row_lengths"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["op"] == op and c.params["n"] == n}
+        copy = cs.pop("copy (course copy_vec4)")
+        row = {"row length": n, "rows": copy.extra["rows"], "copy µs": copy.median_s * 1e6}
+        for plan in plans:   # a plan not run at this length (the split: long rows only) shows a dash
+            row[f"{plan}, % of copy"] = 100 * copy.median_s / cs[plan].median_s if plan in cs else "-"
+        rows.append(row)
+    return rows
+
+
+@beside_reference
+def spill_rows(result) -> list[dict]:
+    """The long rows: the one-pass kernel's spills (compiler) and their traffic (ncu) beside two passes."""
+    rows = []
+    for c in result.cases:
+        if not c.extra.get("spill_case") or not c.params["plan"].startswith("course"):
+            continue
+        nc = c.extra.get("ncu", {})
+        rows.append({"op": c.params["op"], "row length": c.params["n"], "plan": c.params["plan"],
+                     "median µs": c.median_s * 1e6, "registers": c.launch["registers"],
+                     "spilled B per thread (ptxas)": c.launch["spill_store_bytes"],
+                     "local-memory sectors (ncu)": (nc.get("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", 0)
+                                                    + nc.get("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", 0)) if nc else None,
+                     "DRAM MB (ncu)": (nc["dram__bytes_read.sum"] + nc["dram__bytes_write.sum"]) / 1e6 if nc else None,
+                     "ledger MB (analytic)": c.extra["ledger_bytes"] / 1e6})
+    return rows
+
+
+@beside_reference
+def attention_rows(result) -> list[dict]:
+    """Naive attention against the fused kernel: the ledger's bytes, measured time, and the kernels."""
+
+    rows, hbm = [], gpu_spec(result.gpu).hbm_bandwidth_bytes_per_s
+    for s in result.params["seq_lens"]:
+        cs = {c.params["plan"]: c for c in result.cases if c.params["seq_len"] == s}
+        naive, fused = cs["naive (matmul, softmax, matmul)"], cs["scaled_dot_product_attention"]
+        rows.append({"N": s, "naive MB (ledger)": naive.bytes / 1e6, "fused MB (ledger)": fused.bytes / 1e6,
+                     "naive bytes at datasheet HBM bandwidth µs (analytic)": naive.bytes / hbm * 1e6,
+                     "naive µs": naive.median_s * 1e6,
+                     "SDPA µs": fused.median_s * 1e6, "speedup": naive.median_s / fused.median_s,
+                     "SDPA kernel": short_kernel_name(fused.extra["kernels"]["names"][0])})
+    return rows

@@ -1,0 +1,878 @@
+"""Notebook 10's experiments: the Hopper GEMM ladder (TMA + wgmma, rung by rung) beside cuBLAS, the
+instruction ceilings it is measured against, its ablations and its pitfalls.
+
+The kernels live in ``kernels/hopper_gemm.cu`` and build for ``sm_90a`` only. They compute
+C = A·Bᵀ with A (M×K) and B (N×K) both K-major: torch.nn.Linear's layout, and the one cuBLAS is
+asked for here too (``torch.mm(a, b.t())``), so the comparison is the same problem.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from course_lib.core import cuda, runtime
+from course_lib.core.cuda import defines_to_options, macros
+from course_lib.core.hardware import detect, spec
+from course_lib.core.timing import benchmark, benchmark_interleaved
+from course_lib.launch.gemm_bf16 import encode_tensor_map
+from course_lib.launch.operands import (
+    bf16_bits_to_float32,
+    bf16_tolerance,
+    bf16_tolerance_rel,
+    random_operand,
+    to_bf16_bits,
+    torch_view,
+)
+from course_lib.measure import experiments, profiler
+from course_lib.measure.evidence import Case
+from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
+from course_lib.measure.sanitizer import sanitizer_summary
+from course_lib.measure.smoke import covers
+from course_lib.models import occupancy, roofline
+
+FAMILY = "hopper_gemm"
+ARCH = "sm_90a"
+HOPPER_CC = "9.0"
+ALIGN_SLACK = 1024   # dynamic shared memory beyond the slots: room to align them to the swizzle's 1024 bytes
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder: its kernel, and the one thing it changes from the rung before."""
+
+    number: int
+    kernel: str
+    label: str
+    change: str
+    tile: tuple[int, int]          # BM x BN of C per block
+    threads: int
+    slots: str                     # "one" or "ring" (HG_STAGES)
+    consumers: int                 # warpgroups issuing wgmma
+    persistent: bool = False
+    cluster: int = 1               # blocks per cluster (2: the B tile is shared, half fetched by each)
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B one TMA copy brings: the whole B tile, or this block's share of it."""
+        return self.tile[1] // self.cluster
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(1, "hgemm_1_tma_wgmma", "TMA + wgmma",
+         "one warpgroup; the TMA brings a 128×128 tile's next K slice into one slot, the warpgroup "
+         "waits on its mbarrier, multiplies with wgmma from shared memory, waits for the wgmmas",
+         (128, 128), 128, "one", 1),
+    Rung(2, "hgemm_2_ring", "mbarrier ring",
+         "HG_RING_STAGES slots, one mbarrier each: the copies of the next slices are in flight while one "
+         "is multiplied; a __syncthreads says a slot is free",
+         (128, 128), 128, "ring", 1),
+    Rung(3, "hgemm_3_specialized", "warp specialization",
+         "a producer warpgroup (one thread issues every copy) and two consumer warpgroups; full and "
+         "empty mbarriers per slot replace the __syncthreads",
+         (128, 128), 384, "ring", 2),
+    Rung(4, "hgemm_4_wide", "128×256 tile, setmaxnreg",
+         "a 128×256 tile, each consumer 64×256 (128 fp32 accumulators per thread); setmaxnreg moves "
+         "registers from the producer to the consumers",
+         (128, 256), 384, "ring", 2),
+    Rung(5, "hgemm_5_persistent", "persistent, grouped order",
+         "one block per SM walks the tiles in bands of HG_GROUP_M tile rows; the next tile's copies "
+         "overlap the last tile's stores",
+         (128, 256), 384, "ring", 2, True),
+    Rung(6, "hgemm_6_cluster", "clusters of 2, TMA multicast",
+         "clusters of two blocks on vertically adjacent tiles share their B tile: each block's TMA "
+         "fetches half of it and multicasts it into both; a slot is freed by the consumers of both",
+         (128, 256), 384, "ring", 2, True, 2),
+)
+RUNG_KERNELS = [r.kernel for r in RUNGS]
+
+
+def rung(kernel_or_number) -> Rung:
+    for r in RUNGS:
+        if kernel_or_number in (r.kernel, r.number):
+            return r
+    raise KeyError(f"no rung {kernel_or_number!r}; the ladder has {', '.join(RUNG_KERNELS)}")
+
+
+def hg_macros(defines: dict[str, int] | None = None) -> dict[str, int]:
+    return macros(FAMILY, defines)
+
+
+def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
+    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack."""
+    bm, bn = r.tile
+    slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
+    if r.slots == "one":
+        return ALIGN_SLACK + slot + 8
+    stages = hg_macros(defines)["HG_RING_STAGES" if r.consumers == 1 else "HG_STAGES"]
+    return ALIGN_SLACK + stages * (slot + 16)
+
+
+def output_tiles(r: Rung, m: int, n: int) -> int:
+    bm, bn = r.tile
+    return -(-m // bm) * -(-n // bn)
+
+
+def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None,
+             blocks: int | None = None):
+    """(grid, block, dynamic shared bytes): one block per output tile, or (persistent) one per SM, or
+    ``blocks``; a clustered rung takes pairs of vertically adjacent tiles, one cluster of 2 per pair."""
+    if r.cluster > 1:
+        bm, bn = r.tile
+        pairs = -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
+        clusters = min((blocks or sm_count) // r.cluster, pairs)
+        return (clusters * r.cluster,), (r.threads,), smem_bytes(r, defines)
+    tiles = output_tiles(r, m, n)
+    grid = min(tiles, blocks or sm_count) if r.persistent else tiles
+    return (grid,), (r.threads,), smem_bytes(r, defines)
+
+
+def require_hopper(compute_capability) -> None:
+    """wgmma and setmaxnreg are sm_90a: they run on compute capability 9.0 and nowhere else."""
+    if str(compute_capability) != HOPPER_CC:
+        raise RuntimeError(
+            f"notebook 10's kernels use wgmma and setmaxnreg, which exist only on compute capability 9.0 "
+            f"(H100, H200, GH200), built for sm_90a; this GPU is {compute_capability}. Blackwell replaces "
+            "them with tcgen05 (see the notebook's last section). Here the notebook replays the H200's record.")
+
+
+def require_k(k: int) -> None:
+    """The TMA reads rows of K bf16 at a stride of 2K bytes, which it needs to be a multiple of 16."""
+    if k < 1 or k % 8:
+        raise ValueError(f"K = {k}: the TMA needs each row of A and B to start 16-byte aligned, so K must be a "
+                         f"positive multiple of 8. Pad K with zeros to {max(8, -(-k // 8) * 8)} (zeros add "
+                         "nothing to the products).")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_function(kernel: str, options: tuple[str, ...] = ()):
+    """A rung (or ceiling) kernel built for sm_90a with ``options``, ready to launch."""
+    return cuda.compile_family(FAMILY, ARCH, options).function(kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count() -> int:
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+_MAPS: dict[tuple, object] = {}
+
+
+def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
+    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory."""
+    import cupy
+    import numpy as np
+
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, box_rows_a, box_rows_b)
+    if key not in _MAPS:
+        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
+                 + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
+        if len(_MAPS) > 64:
+            _MAPS.clear()
+        _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
+    return _MAPS[key]
+
+
+def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
+        smem_bytes_at_least: int = 0, blocks: int | None = None) -> None:
+    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
+    ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
+    blocks fit on an SM (the residency comparison of rungs 1 and 2); ``blocks`` sets a persistent
+    rung's grid (default: one block per SM)."""
+    import numpy as np
+
+    r = r if isinstance(r, Rung) else rung(r)
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    if b_bits.shape[1] != k or c_bits.shape != (m, n):
+        raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
+    require_k(k)
+    grid, block, smem = geometry(r, m, n, _sm_count(), defines, blocks)
+    smem = max(smem, smem_bytes_at_least)
+    fn = fn or kernel_function(r.kernel, defines_to_options(defines))
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows)
+    fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+
+
+def _operands(m: int, n: int, k: int, seed: int):
+    """Random bf16 A (M×K) and B (N×K) as CuPy bit patterns, and the same as torch bf16 views."""
+    a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((n, k), seed + 1))
+    return a, b, torch_view(a), torch_view(b)
+
+
+def _nan_output(m: int, n: int):
+    import cupy
+
+    return cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails any check
+
+
+def _launch(r: Rung, m: int, n: int, defines=None) -> dict:
+    grid, block, smem = geometry(r, m, n, _sm_count(), defines)
+    res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources[r.kernel]
+    return launch_record(grid, block, res, smem)
+
+
+def shape_label(m: int, n: int, k: int) -> str:
+    return f"{m}×{n}×{k}"
+
+
+def gemm_work(m: int, n: int, k: int) -> tuple[float, float]:
+    """(FLOPs, compulsory bytes) of a bf16 M×N×K product: the roofline model's, as every case records them."""
+
+    return roofline.gemm_flop(m, n, k), roofline.gemm_compulsory_bytes(m, n, k, 2)
+
+
+# --------------------------------------------------------------------------- experiments
+
+def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples: int):
+    """Each variant (kernel, defines, shared bytes at least) run once and checked against cuBLAS's
+    result ``ref``, then all timed call by call in turn with cuBLAS: (cuBLAS's timing,
+    {name: (timing, check)})."""
+    import torch
+
+    m, n = a.shape[0], b.shape[0]
+    outs, checks = {}, {}
+    for name, (kernel, defines, smem) in variants.items():
+        outs[name] = _nan_output(m, n)
+        run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
+        checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
+    calls = [lambda: torch.mm(ta, tb.t())] + [
+        lambda v=v, name=name: run(v[0], a, b, outs[name], v[1], smem_bytes_at_least=v[2]) for name, v in variants.items()]
+    t_lib, *times = benchmark_interleaved(calls, samples)
+    return t_lib, {name: (t, checks[name]) for name, t in zip(variants, times)}
+
+
+LADDER_SHAPES = [[2048, 2048, 2048], [4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]]
+
+
+@experiment("hopper.ladder",
+            "The rungs of the Hopper GEMM beside cuBLAS bf16 (torch.mm(a, b.t()), the same K-major "
+            "problem), each checked against cuBLAS, all timed call by call in turn in one run.",
+            shapes=LADDER_SHAPES, samples=30)
+def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
+    import torch
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, ta, tb = _operands(m, n, k, 11)
+        lib = torch.mm(ta, tb.t())
+        ref = _cupy(lib.float())
+        t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
+        (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
+        exact = torch.mm(ta.double(), tb.double().t())
+        cases.append(require_passed(Case(
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
+            flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()))))
+        for r in RUNGS:
+            t, check = timed[r.kernel]
+            cases.append(require_passed(Case(
+                f"{r.kernel}, {label}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                list(t.samples_s), flop, nbytes, check, _launch(r, m, n),
+                extra={"defines": hg_macros(), "timing": "interleaved call by call with cuBLAS and the other rungs"})))
+        del a, b, ta, tb, lib, ref, timed, exact
+    return cases
+
+
+def _cupy(t):
+    import cupy
+
+    return cupy.asarray(t)
+
+
+# Shapes that are not multiples of any tile (or smaller than one), a K tail, a K of one slice, and
+# one with more K slices than slots, so that every slot is reused.
+EDGE_SHAPES = [[1, 8, 8], [1, 1, 64], [127, 129, 72], [129, 257, 200], [333, 1000, 520], [1000, 333, 1032],
+               [256, 512, 512], [515, 1027, 264]]
+
+
+@experiment("hopper.edges",
+            "Every rung at shapes that are not multiples of its tile, a K tail and single elements, "
+            "checked against a float64 product of the same bf16 inputs.",
+            shapes=EDGE_SHAPES, samples=20)
+def edges(shapes: list[list[int]], samples: int) -> list[Case]:
+    import cupy
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, _, _ = _operands(m, n, k, 21)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        for r in RUNGS:
+            c = _nan_output(m, n)
+            run(r, a, b, c)
+            check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
+            t = benchmark(lambda: run(r, a, b, c), samples, warmup=1)
+            cases.append(require_passed(Case(
+                f"{r.kernel}, {shape_label(m, n, k)}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                list(t.samples_s), *gemm_work(m, n, k), check, _launch(r, m, n))))
+    return cases
+
+
+CEILING_SHAPES = [64, 128, 256]
+
+
+def ceiling_flop(kind: str, n: int, blocks: int, threads: int, iters: int) -> float:
+    """FLOPs one ceiling launch does: per wgmma 2·64·N·16, four per iteration per warpgroup; per
+    mma.sync 2·16·8·16, eight per iteration per warp."""
+    if kind == "mma.sync":
+        return 2.0 * 16 * 8 * 16 * 8 * iters * blocks * threads / 32
+    return 2.0 * 64 * n * 16 * 4 * iters * blocks * threads / 128
+
+
+def ceiling_sum(kind: str, n: int, iters: int) -> float:
+    """What each thread of a ceiling kernel writes: every k16 step adds -16 to each accumulator;
+    a wgmma thread holds N/2 of them (four steps per iteration), an mma.sync thread 32 (one step)."""
+    if kind == "mma.sync":
+        return -16.0 * iters * 32
+    return -16.0 * 4 * iters * n / 2
+
+
+@experiment("hopper.ceilings",
+            "Instruction ceilings with no memory traffic: wgmma m64nNk16 for N = 64, 128, 256 with A read "
+            "from shared memory and from registers, and notebook 06's mma.sync m16n8k16 from registers.",
+            shapes=CEILING_SHAPES, warpgroups=2, iters=4096, mma_blocks_per_sm=2, samples=25)
+def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: int, samples: int) -> list[Case]:
+    import cupy
+    import numpy as np
+
+    require_hopper(detect().compute_capability)
+    sms = _sm_count()
+    out = cupy.zeros(sms * 1024, dtype=cupy.float32)
+    cases = []
+    for n in shapes:
+        for a_from in ("shared", "registers"):
+            defines = {"HG_CEIL_N": n, "HG_CEIL_REGA": int(a_from == "registers")}
+            fn = kernel_function("wgmma_ceiling", defines_to_options(defines))
+            smem = ALIGN_SLACK + (64 + n) * 128
+            fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+            threads = 128 * warpgroups
+            call = functools.partial(fn, (sms,), (threads,), (out, np.int32(iters)), shared_mem=smem)
+            out.fill(float("nan"))
+            call()
+            check = check_close(out[:sms * threads], cupy.full(1, ceiling_sum("wgmma", n, iters)),
+                                "the sum the operands give exactly", 0.0)
+            t = benchmark(call, samples, warmup=2)
+            res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources["wgmma_ceiling"]
+            cases.append(require_passed(Case(
+                f"wgmma m64n{n}k16, A from {a_from}", {"shapes": n, "a_from": a_from}, f"{FAMILY}.wgmma_ceiling",
+                list(t.samples_s), ceiling_flop("wgmma", n, sms, threads, iters), 0.0, check,
+                launch_record((sms,), (threads,), res, smem), extra={"defines": defines})))
+    fn = kernel_function("mma_sync_ceiling")
+    blocks, threads = sms * mma_blocks_per_sm, 256
+    call = functools.partial(fn, (blocks,), (threads,), (out, np.int32(iters)))
+    out.fill(float("nan"))
+    call()
+    check = check_close(out[:blocks * threads], cupy.full(1, ceiling_sum("mma.sync", 0, iters)),
+                        "the sum the operands give exactly", 0.0)
+    t = benchmark(call, samples, warmup=2)
+    cases.append(require_passed(Case(
+        "mma.sync m16n8k16, registers", {"shapes": "mma.sync"}, f"{FAMILY}.mma_sync_ceiling", list(t.samples_s),
+        ceiling_flop("mma.sync", 0, blocks, threads, iters), 0.0, check,
+        launch_record((blocks,), (threads,), cuda.compile_family(FAMILY, ARCH).resources["mma_sync_ceiling"]))))
+    return cases
+
+
+# Each is a rung with one thing changed: (kernel, defines, shared bytes to launch with at least), and
+# the variant it is compared with (None: the same kernel as built).
+ABLATIONS = {
+    "rung 5 as built": ("hgemm_5_persistent", {}, 0, None),
+    "every consumer thread arrives on empty": ("hgemm_5_persistent", {"HG_ELECTED_ARRIVE": 0}, 0, None),
+    "no setmaxnreg": ("hgemm_5_persistent", {"HG_SETMAXNREG": 0}, 0, None),
+    "row-by-row tile order (HG_GROUP_M 1)": ("hgemm_5_persistent", {"HG_GROUP_M": 1}, 0, None),
+    "3 slots instead of 4": ("hgemm_5_persistent", {"HG_STAGES": 3}, 0, None),
+    "clusters of 2 with multicast (rung 6)": ("hgemm_6_cluster", {}, 0, "rung 5 as built"),
+    "rung 6 with 3 slots": ("hgemm_6_cluster", {"HG_STAGES": 3}, 0, "clusters of 2 with multicast (rung 6)"),
+    "rung 4 as built": ("hgemm_4_wide", {}, 0, None),
+    "rung 4 without setmaxnreg": ("hgemm_4_wide", {"HG_SETMAXNREG": 0}, 0, None),
+    "rung 2 as built (3 slots, two blocks per SM)": ("hgemm_2_ring", {}, 0, None),
+    "rung 2 with 4 slots (one block per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 4}, 0, None),
+    "rung 2 with 2 slots (three blocks per SM)": ("hgemm_2_ring", {"HG_RING_STAGES": 2}, 0, None),
+    "rung 1 as built (three blocks per SM)": ("hgemm_1_tma_wgmma", {}, 0, None),
+    "rung 1 held to one block per SM": ("hgemm_1_tma_wgmma", {}, 120 * 1024, None),
+}
+
+
+def ablation_base(variant: str) -> str:
+    """The variant an ablation is measured against: the one named, or its kernel as built."""
+    kernel, _, _, base = ABLATIONS[variant]
+    return base or next(v for v, spec in ABLATIONS.items() if spec[:3] == (kernel, {}, 0))
+
+
+@experiment("hopper.ablations",
+            "One design choice changed at a time: elected arrival, setmaxnreg, grouped order and slots in "
+            "rung 5; setmaxnreg in rung 4; slots (so blocks per SM) in rung 2; rung 1 held to one block per "
+            "SM; beside cuBLAS bf16, timed call by call in turn in one run.",
+            shapes=[[4096, 4096, 4096], [8192, 8192, 8192]], variants=list(ABLATIONS), samples=30)
+def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> list[Case]:
+    import torch
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, ta, tb = _operands(m, n, k, 31)
+        ref = _cupy(torch.mm(ta, tb.t()).float())
+        t_lib, timed = _timed_beside_cublas({v: ABLATIONS[v][:3] for v in variants}, a, b, ta, tb, ref, samples)
+        (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
+        cases.append(require_passed(Case(
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
+            flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
+        for name in variants:
+            kernel, defines, smem, _ = ABLATIONS[name]
+            t, check = timed[name]
+            launch = _launch(rung(kernel), m, n, defines)
+            launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
+            cases.append(require_passed(Case(
+                f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", list(t.samples_s),
+                flop, nbytes, check, launch, extra={"defines": defines})))
+        del a, b, ta, tb, ref, timed
+    return cases
+
+
+# --------------------------------------------------------------------------- sanitizer smoke launches
+
+SMOKE_SHAPES = ((1, 8, 8), (130, 257, 200), (256, 512, 320))
+
+
+@covers(FAMILY, *RUNG_KERNELS)
+def hopper_smoke() -> None:
+    """Every rung at small edge shapes, checked against float64 (skipped, saying so, off Hopper)."""
+    import cupy
+
+    cc = detect().compute_capability
+    if str(cc) != HOPPER_CC:
+        print(f"skip {FAMILY}: needs compute capability {HOPPER_CC}, this GPU is {cc}")
+        return
+    for m, n, k in SMOKE_SHAPES:
+        a, b, _, _ = _operands(m, n, k, 41)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        for r in RUNGS:
+            c = _nan_output(m, n)
+            run(r, a, b, c)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
+            if not err <= bf16_tolerance(exact):
+                raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
+
+
+@covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
+def ceiling_smoke() -> None:
+    import cupy
+    import numpy as np
+
+    if str(detect().compute_capability) != HOPPER_CC:
+        print(f"skip {FAMILY} ceilings: needs compute capability {HOPPER_CC}")
+        return
+    out = cupy.ones(2 * 256, dtype=cupy.float32)
+    fn = kernel_function("wgmma_ceiling")
+    smem = ALIGN_SLACK + (64 + hg_macros()["HG_CEIL_N"]) * 128
+    fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+    fn((2,), (256,), (out, np.int32(4)), shared_mem=smem)
+    kernel_function("mma_sync_ceiling")((2,), (256,), (out, np.int32(4)))
+    cupy.cuda.Device().synchronize()
+
+
+# --------------------------------------------------------------------------- profiles and pitfalls
+
+STALL_REASONS = ("gmma", "barrier", "long_scoreboard", "wait", "sleeping", "math_pipe_throttle", "mio_throttle",
+                 "lg_throttle", "short_scoreboard", "dispatch_stall", "no_instruction", "branch_resolving",
+                 "membar", "not_selected", "selected", "misc")
+TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+PROFILE_METRICS = [TENSOR_PIPE, "sm__inst_executed_pipe_tensor_op_gmma.sum", "sm__inst_executed_pipe_tensor_op_hmma.sum",
+                   "sm__warps_active.avg.pct_of_peak_sustained_active", "dram__bytes_read.sum", "lts__t_bytes.sum",
+                   *(f"smsp__warp_issue_stalled_{r}_per_warp_active.pct" for r in STALL_REASONS)]
+
+
+# cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.8 on) or *xmma*/*gemm* (before).
+CUBLAS_AND_RUNGS = r"hgemm_|nvjet|gemm|xmma"
+
+
+def _profile_script(m: int, n: int, k: int) -> str:
+    """Each rung once, then cuBLAS once, on the same operands: what ncu profiles."""
+    return (f"import cupy, torch\nfrom course_lib import lab_hopper as hg\n"
+            f"a, b, ta, tb = hg._operands({m}, {n}, {k}, 51)\n"
+            f"for r in hg.RUNGS:\n    hg.run(r, a, b, hg._nan_output({m}, {n}))\n"
+            f"torch.mm(ta, tb.t())\ncupy.cuda.Device().synchronize()\n")
+
+
+@experiment("hopper.profile",
+            "Nsight Compute on each rung and on cuBLAS at one shape: tensor-pipe utilisation, wgmma "
+            "instructions, DRAM and L2 bytes, and the share of warps stalled for each reason.",
+            shape=[4096, 4096, 4096], samples=20)
+def profile(shape: list[int], samples: int) -> list[Case]:
+    import torch
+
+    require_hopper(detect().compute_capability)
+    m, n, k = shape
+    a, b, ta, tb = _operands(m, n, k, 51)
+    ref = _cupy(torch.mm(ta, tb.t()).float())
+    t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
+    (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
+    cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
+                  list(t_lib.samples_s), flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0))]
+    for r in RUNGS:
+        t, check = timed[r.kernel]
+        cases.append(require_passed(Case(
+            f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
+            check, _launch(r, m, n))))
+    try:
+        profiles = profiler.ncu_metrics(_profile_script(m, n, k), PROFILE_METRICS, CUBLAS_AND_RUNGS)
+        ours = [p for p in profiles if p.function.startswith("hgemm_")]
+        theirs = [p for p in profiles if not p.function.startswith("hgemm_")]
+        if [p.function for p in ours] != RUNG_KERNELS:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}")
+        command, version = profiler.command_line(PROFILE_METRICS, CUBLAS_AND_RUNGS), profiler.ncu_version()
+        for c, p in zip(cases, [theirs[-1] if theirs else None, *ours]):
+            if p is None:   # cuBLAS's kernel has a name the filter did not expect
+                c.extra["ncu_unavailable"] = f"no profiled kernel besides the rungs: {[q.function for q in profiles]}"
+                continue
+            c.extra.update(ncu={mt: p.metrics.get(mt) for mt in PROFILE_METRICS}, ncu_command=command,
+                           ncu_version=version, ncu_kernel=p.function)
+    except profiler.ProfilerUnavailable as exc:
+        for c in cases:
+            c.extra["ncu_unavailable"] = str(exc)
+    return cases
+
+
+def _wrong_outputs(kernel: str, defines: dict, a, b, exact, trials: int) -> dict:
+    """Run a faulty variant `trials` times: in how many runs, and in how many outputs at most, it is wrong."""
+    import cupy
+
+    tol = bf16_tolerance(exact)
+    wrong_runs, worst = 0, 0
+    for _ in range(trials):
+        c = _nan_output(*exact.shape)
+        run(kernel, a, b, c, defines)
+        bad = int((~(cupy.abs(bf16_bits_to_float32(c) - exact) <= tol)).sum())
+        wrong_runs += bad > 0
+        worst = max(worst, bad)
+    return {"kernel": kernel, "defines": defines, "trials": trials, "wrong_runs": wrong_runs,
+            "most_wrong_outputs": worst, "outputs": int(exact.size)}
+
+
+def _compile_message(arch: str, options: tuple[str, ...]) -> str:
+    try:
+        cuda.compile_source(cuda.source(FAMILY), arch, f"{FAMILY}.cu", options, use_cache=False)
+    except cuda.CompileError as exc:
+        return str(exc)
+    return "compiled without error"
+
+
+def _driver_message() -> str:
+    """What the driver says when asked to load a cubin built for another architecture (sm_100a)."""
+    cubin, _ = cuda.compile_source('extern "C" __global__ void k(float* x) { x[0] = 1.f; }', "sm_100a", "k.cu",
+                                   use_cache=False)
+    try:
+        cuda._load_module(cubin).get_function("k")
+    except Exception as exc:  # noqa: BLE001  (the point is the driver's words)
+        return f"{type(exc).__name__}: {exc}"
+    return "loaded (unexpected)"
+
+
+def _wrong_byte_count(timeout_s: int = 120) -> dict:
+    """Rung 5 told to expect 16 bytes more per slot than the TMA brings: no slot ever fills. Run in a
+    child process (a trap ends the CUDA context it happens in): how long until the launch fails, and
+    what CUDA says."""
+    import subprocess
+    import sys
+    import time
+
+    script = ("from course_lib import lab_hopper as hg; import cupy\n"
+              "a, b, _, _ = hg._operands(256, 512, 320, 81); c = hg._nan_output(256, 512)\n"
+              "hg.kernel_function('hgemm_5_persistent', ('-DHG_EXTRA_EXPECT_BYTES=16',))\n"
+              "import time; t = time.perf_counter()\n"
+              "try:\n    hg.run('hgemm_5_persistent', a, b, c, {'HG_EXTRA_EXPECT_BYTES': 16}); cupy.cuda.Device().synchronize()\n"
+              "except Exception as exc:\n    print(f'after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}')\n")
+    env = {**__import__("os").environ, "PYTHONPATH": profiler._repo_root()}
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {"hung": f"no answer within {timeout_s} s"}
+    said = [ln for ln in proc.stdout.splitlines() if ln.startswith("after ")]
+    return {"child_seconds": round(time.perf_counter() - start, 2), "returncode": proc.returncode,
+            "error": said[0] if said else (proc.stderr.strip().splitlines() or ["(nothing)"])[-1]}
+
+
+def _sass_summary(options: tuple[str, ...] = ()) -> dict:
+    """Instruction counts in rung 5's SASS (cuobjdump, where it is installed): the tensor-core ops,
+    the register hand-over, and local-memory traffic (spills)."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    exe = shutil.which("cuobjdump")
+    if not exe:
+        return {"unavailable": "cuobjdump is not on PATH"}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cuda.compile_family(FAMILY, ARCH, options).cubin)
+        f.flush()
+        sass = subprocess.run([exe, "-sass", "-fun", "hgemm_5_persistent", f.name], capture_output=True,
+                              text=True, timeout=120).stdout
+    ops = re.findall(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)
+    count = lambda *names: sum(1 for o in ops if o in names)  # noqa: E731
+    return {"instructions": len(ops), "HGMMA": count("HGMMA"), "USETMAXREG": count("USETMAXREG"),
+            "local loads LDL": count("LDL"), "local stores STL": count("STL"),
+            "SYNCS (mbarrier)": sum(1 for o in ops if o.startswith("SYNCS")), "UTMALDG (TMA)": count("UTMALDG")}
+
+
+@experiment("hopper.pitfalls",
+            "Rung 5 as built (timed and checked), and what goes wrong without its safeguards: a slot freed "
+            "before its wgmmas finish, descriptors that ignore the TMA's swizzle, a build for sm_90 instead "
+            "of sm_90a, a register cap below the accumulators, a byte count that never completes (the "
+            "bounded wait traps), and the SASS of the working build.",
+            shape=[4096, 4096, 4096], trials=10, samples=20)
+def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
+    import cupy
+
+    require_hopper(detect().compute_capability)
+    m, n, k = shape
+    a, b, _, _ = _operands(m, n, k, 61)
+    exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+    r = rung("hgemm_5_persistent")
+    c = _nan_output(m, n)
+    run(r, a, b, c)
+    check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
+    t = benchmark(lambda: run(r, a, b, c), samples, warmup=2)
+    extra = {
+        "release_before_wait": _wrong_outputs(r.kernel, {"HG_RELEASE_BEFORE_WAIT": 1}, a, b, exact, trials),
+        "descriptor_without_swizzle": _wrong_outputs(r.kernel, {"HG_SWIZZLE_DESC": 0}, a, b, exact, trials),
+        "build_for_sm_90": _compile_message("sm_90", ()),
+        "register_cap_below_accumulators": _compile_message(ARCH, ("-DHG_MIN_BLOCKS_NARROW=2",)),
+        "driver_loading_sm_100a": _driver_message(),
+        "sass": _sass_summary(),
+        "wrong_byte_count": _wrong_byte_count(),
+        "racecheck_release_before_wait": sanitizer_summary(
+            "from course_lib import lab_hopper as hg; import cupy\n"
+            "a, b, _, _ = hg._operands(256, 512, 320, 71); c = hg._nan_output(256, 512)\n"
+            "hg.run('hgemm_5_persistent', a, b, c, {'HG_RELEASE_BEFORE_WAIT': 1}); cupy.cuda.Device().synchronize()"),
+    }
+    return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
+                                list(t.samples_s), *gemm_work(m, n, k), check,
+                                _launch(r, m, n), extra=extra))]
+
+
+# --------------------------------------------------------------------------- notebook helpers
+
+def rung_diff(number: int) -> str:
+    """Rung ``number``'s kernel as a unified diff of rung ``number - 1``'s (rung 1: its whole source)."""
+    import difflib
+
+    this = cuda.kernel_source(FAMILY, rung(number).kernel)
+    if number == 1:
+        return this
+    before = cuda.kernel_source(FAMILY, rung(number - 1).kernel)
+    return "".join(difflib.unified_diff(before.splitlines(True), this.splitlines(True),
+                                        rung(number - 1).kernel, rung(number).kernel, n=1))
+
+
+def helper_source(*names: str) -> str:
+    """The device helpers the rungs call (consume_tile, produce_tile, ...), as the notebook shows them."""
+    import re
+
+    text = cuda.source(FAMILY)
+    out = []
+    for name in names:
+        m = re.search(r"\n((?://[^\n]*\n)*)(template <[^\n]*>\n)?(?:__device__|struct)[^\n]*\b" + re.escape(name) + r"\b", text)
+        if not m:
+            raise KeyError(f"{FAMILY}.cu has no helper {name!r}")
+        start = m.start() + 1
+        depth, i = 0, text.index("{", m.end())
+        for j in range(i, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                out.append(text[start:j + 1].rstrip(";") + (";" if text[j + 1:j + 2] == ";" else ""))
+                break
+    return "\n\n".join(out)
+
+
+def _by_shape(result, kernel_key: str = "kernel"):
+    shapes = []
+    for c in result.cases:
+        if c.params.get("shapes") not in shapes:
+            shapes.append(c.params.get("shapes"))
+    return shapes
+
+
+def _cublas(result, shape):
+    return next(c for c in result.cases if c.kernel.startswith("cublas") and c.params.get("shapes") == shape)
+
+
+@beside_reference
+def ladder_rows(result) -> list[dict]:
+    """Rung × shape: TFLOP/s and % of the same run's cuBLAS."""
+    rows = []
+    shapes = _by_shape(result)
+    for r in RUNGS:
+        row = {"rung": f"{r.number} {r.label}"}
+        for shape in shapes:
+            c = next(c for c in result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == shape)
+            lib = _cublas(result, shape)
+            row[f"TFLOP/s {shape_label(*shape)}"] = c.flop_per_s / 1e12
+            row[f"% cuBLAS {shape_label(*shape)}"] = 100 * c.flop_per_s / lib.flop_per_s
+        rows.append(row)
+    row = {"rung": "cuBLAS bf16"}
+    for shape in shapes:
+        row[f"TFLOP/s {shape_label(*shape)}"] = _cublas(result, shape).flop_per_s / 1e12
+        row[f"% cuBLAS {shape_label(*shape)}"] = 100.0
+    rows.append(row)
+    return rows
+
+
+def best_rung_percent(result, shape: list[int]) -> tuple[str, float]:
+    """The fastest rung at ``shape`` and its % of cuBLAS in the same run."""
+    lib = _cublas(result, shape)
+    best = max((c for c in result.cases if c.params.get("kernel") and c.params["shapes"] == shape),
+               key=lambda c: c.flop_per_s)
+    return best.params["kernel"], 100 * best.flop_per_s / lib.flop_per_s
+
+
+def ceiling_position_rows(ladder_result, ceilings_result, shape: list[int]) -> list[dict]:
+    """Each rung (and cuBLAS) at one shape against the two instruction ceilings measured alone."""
+    w, m = wgmma_ceiling(ceilings_result), mma_sync_ceiling(ceilings_result)
+    rows = []
+    for c in ladder_result.cases:
+        if c.params["shapes"] != shape:
+            continue
+        rows.append({"kernel": c.name.split(",")[0], "TFLOP/s": c.flop_per_s / 1e12,
+                     "% of wgmma alone": 100 * c.flop_per_s / w, "× mma.sync alone": c.flop_per_s / m})
+    return rows
+
+
+@beside_reference
+def ceiling_rows(result) -> list[dict]:
+    return [{"instruction": c.name, "TFLOP/s": c.flop_per_s / 1e12, "registers": c.launch["registers"],
+             "blocks × threads": f"{c.launch['grid'][0]} × {c.launch['block'][0]}"} for c in result.cases]
+
+
+def wgmma_ceiling(result) -> float:
+    """The best wgmma rate measured (FLOP/s): the roof the rungs are placed under."""
+    return max(c.flop_per_s for c in result.cases if c.name.startswith("wgmma"))
+
+
+def mma_sync_ceiling(result) -> float:
+    return next(c.flop_per_s for c in result.cases if c.name.startswith("mma.sync"))
+
+
+def ladder_figure(ladder_result, ceilings_result):
+    """TFLOP/s per rung, one line per shape, with cuBLAS per shape (dashed) and the two instruction
+    ceilings (dotted)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    colours = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+    for shape, colour in zip(_by_shape(ladder_result), colours):
+        pts = [next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == shape)
+               for r in RUNGS]
+        ax.plot([r.number for r in RUNGS], [c.flop_per_s / 1e12 for c in pts], "o-", color=colour,
+                label=shape_label(*shape))
+        ax.axhline(_cublas(ladder_result, shape).flop_per_s / 1e12, color=colour, ls="--", lw=1, alpha=0.7)
+    for value, label in ((wgmma_ceiling(ceilings_result), "wgmma alone"), (mma_sync_ceiling(ceilings_result), "mma.sync alone")):
+        ax.axhline(value / 1e12, color="grey", ls=":", lw=1.5)
+        ax.text(5.45, value / 1e12, label, va="center", fontsize=8, color="grey")
+    ax.set_xticks([r.number for r in RUNGS])
+    ax.set_xticklabels([f"{r.number}\n{r.label}" for r in RUNGS], fontsize=7)
+    ax.set_xlim(0.7, 6.3)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"Hopper GEMM ladder (dashed: cuBLAS, same shape and run): {ladder_result.provenance}", fontsize=9)
+    ax.grid(True, alpha=0.2)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def resources_rows(gpu_name: str = "H200") -> list[dict]:
+    """Per rung: threads, registers and shared memory from the compiler, resident blocks from the
+    occupancy model (notebook 03)."""
+
+    budget = occupancy.budget(spec(gpu_name))
+    rows = []
+    for r in RUNGS:
+        res = cuda.compile_family(FAMILY, ARCH).resources[r.kernel]
+        smem = smem_bytes(r)
+        resident = occupancy.residency(budget, r.threads, res.registers, res.static_smem_bytes + smem)
+        rows.append({"rung": f"{r.number} {r.label}", "tile": f"{r.tile[0]}×{r.tile[1]}", "threads": r.threads,
+                     "registers at launch": res.registers, "spills": res.spill_store_bytes,
+                     "shared KiB": smem / 1024, "blocks/SM": resident.resident_blocks, "limited by": resident.limiter})
+    return rows
+
+
+@beside_reference
+def profile_rows(result, top: int = 3) -> list[dict]:
+    """Per kernel: tensor-pipe utilisation, wgmma instructions, bytes from DRAM and L2, and the
+    stall reasons that hold the most warps."""
+    rows = []
+    for c in result.cases:
+        m = c.extra.get("ncu")
+        if not m:
+            continue
+        stalls = sorted(((m[f"smsp__warp_issue_stalled_{s}_per_warp_active.pct"] or 0.0, s) for s in STALL_REASONS
+                         if s != "selected"), reverse=True)
+        rows.append({"kernel": c.name.split(",")[0], "time µs": c.median_s * 1e6,
+                     "tensor pipe active %": m[TENSOR_PIPE],
+                     "wgmma instructions (per warp)": m["sm__inst_executed_pipe_tensor_op_gmma.sum"],
+                     "DRAM read MiB": m["dram__bytes_read.sum"] / 2 ** 20, "L2 MiB": m["lts__t_bytes.sum"] / 2 ** 20,
+                     "top stalls (% of warp time)": ", ".join(f"{s} {v:.0f}" for v, s in stalls[:top])})
+    return rows
+
+
+def _ablation_rows(result) -> list[dict]:
+    """Each variant against the build it changes (or the rung it is compared with), in the same run:
+    time, and the change in %."""
+    rows = []
+    for shape in _by_shape(result):
+        lib = _cublas(result, shape)
+        cases = {c.params["variant"]: c for c in result.cases if c.params.get("variant") and c.params["shapes"] == shape}
+        for name, c in cases.items():
+            base = cases.get(ablation_base(name))
+            rows.append({"shape": shape_label(*shape), "variant": name, "time µs": c.median_s * 1e6,
+                         "TFLOP/s": c.flop_per_s / 1e12, "% cuBLAS": 100 * c.flop_per_s / lib.flop_per_s,
+                         "compared with": ablation_base(name) if base is not c else "—",
+                         "time change %": round(100 * (c.median_s / base.median_s - 1), 1) if base and base is not c else None})
+    return rows
+
+
+@beside_reference
+def ablation_rows(result) -> list[dict]:
+    return _ablation_rows(result)
+
+
+@beside_reference
+def pitfall_rows(result) -> list[dict]:
+    x = result.cases[0].extra
+    rows = []
+    for key, what in (("release_before_wait", "slot freed before wgmma.wait_group"),
+                      ("descriptor_without_swizzle", "descriptor says no swizzle, the TMA wrote 128-byte swizzled")):
+        v = x[key]
+        rows.append({"pitfall": what, "runs wrong": f"{v['wrong_runs']} of {v['trials']}",
+                     "wrong outputs (worst run)": f"{v['most_wrong_outputs']:,} of {v['outputs']:,}"})
+    return rows
+
+
+@beside_reference
+def edges_rows(result) -> list[dict]:
+    rows = []
+    for r in RUNGS:
+        row = {"rung": f"{r.number} {r.label}"}
+        for c in result.cases:
+            if c.params["kernel"] == r.kernel:
+                row[shape_label(*c.params["shapes"])] = (f"{c.check['max_abs_err'] / c.check['tolerance']:.2f} ✔"
+                                                        if c.check["passed"] else "✘")
+        rows.append(row)
+    return rows
+
+
+def measure(name: str, **params):
+    """``experiments.run``, except that live on a GPU without wgmma (compute capability other than 9.0)
+    the H200's record is replayed, and the notebook says so."""
+
+    if runtime.mode() == "live":
+        info = detect()
+        if str(info.compute_capability) != HOPPER_CC:
+            print(f"{info.name} (compute capability {info.compute_capability}) has no wgmma: showing the "
+                  f"NVIDIA H200's record of {name} instead of measuring.")
+            return experiments.replay(name, experiments.resolve_params(name, **params), "h200")
+    return experiments.run(name, **params)

@@ -1,0 +1,158 @@
+"""Host launcher of ``kernels/gemm_bf16.cu``: the bf16 ``mma.sync`` kernel, its tiles filled by cp.async or
+(sm_90+) the TMA, its geometry from the file's macro defaults, the TMA descriptors, and its smoke launch.
+Notebooks 06-09 run it; their labs pick the variant (``-D`` defines) and this module launches it."""
+from __future__ import annotations
+
+import functools
+
+from course_lib.core import cuda
+from course_lib.core.cuda import macros
+from course_lib.core.hardware import detect
+from course_lib.launch.gemm_fp32 import SMOKE_SHAPES
+from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits
+from course_lib.measure.smoke import covers
+
+BF16 = "gemm_bf16"
+BF16_MIN_CC = 8.0
+TMA_MIN_CC = 9.0
+BF16_SMEM_EXTRA = 1024 + 64   # beyond the tiles: slack to align them to 1024 bytes, and the mbarriers
+COPY_ENGINES = ("cp.async", "tma")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def bf16_geometry(m: int, n: int, defines: dict[str, int] | None = None):
+    """(grid, block, dynamic shared bytes) of ``bf16_gemm_mma``."""
+    d = macros(BF16, defines)
+    threads = (d["TC_BM"] // d["TC_WM"]) * (d["TC_BN"] // d["TC_WN"]) * 32
+    smem = d["TC_STAGES"] * (d["TC_BM"] * d["TC_BK"] + d["TC_BK"] * d["TC_BN"]) * 2 + BF16_SMEM_EXTRA
+    return (_ceil_div(m, d["TC_BM"]) * _ceil_div(n, d["TC_BN"]),), (threads,), smem
+
+
+def require_bf16_mma(compute_capability: str | float) -> None:
+    """The bf16 kernel's guard on the Python side: refuse, in words, on GPUs without bf16 mma.sync."""
+    if float(compute_capability) < BF16_MIN_CC:
+        raise RuntimeError(f"bf16_gemm_mma needs compute capability 8.0+ (bf16 mma.sync arrived with Ampere); "
+                           f"this GPU is {compute_capability}. The fp32 ladder runs here; the bf16 rung "
+                           "can only be replayed.")
+
+
+def _bf16_function():
+    require_bf16_mma(detect().compute_capability)
+    fn = cuda.kernel(BF16, "bf16_gemm_mma")
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def _device_cc() -> float:
+    """The current GPU's compute capability, looked up once (launches inside timed loops use it)."""
+
+    return float(detect().compute_capability)
+
+
+def copy_engine(copies: str, compute_capability, k: int, n: int, defines: dict[str, int] | None = None) -> str:
+    """Which engine fills the shared tiles: ``"auto"`` picks the TMA where it can run, else cp.async."""
+    if copies not in ("auto", *COPY_ENGINES):
+        raise ValueError(f"copies must be 'auto', 'cp.async' or 'tma', not {copies!r}")
+    d = macros(BF16, defines)
+    tma_ok = float(compute_capability) >= TMA_MIN_CC and k % 8 == 0 and n % 8 == 0 and d["TC_BK"] == 64
+    if copies == "tma" and not tma_ok:
+        raise RuntimeError(f"TMA copies need compute capability {TMA_MIN_CC}+ (this GPU: {compute_capability}), "
+                           f"K and N multiples of 8 (here {k} and {n}) and TC_BK = 64; use copies='cp.async'.")
+    return "tma" if copies == "tma" or (copies == "auto" and tma_ok) else "cp.async"
+
+
+def runnable_engines(compute_capability, k: int, n: int) -> list[str]:
+    """The copy engines this GPU can use for a K-deep, N-wide product: cp.async, and the TMA where it runs."""
+    return sorted({copy_engine(e, compute_capability, k, n) for e in ("cp.async", "auto")})
+
+
+_TENSOR_MAPS: dict[tuple, object] = {}
+
+
+def encode_tensor_map(ptr: int, width: int, height: int, box_width: int, box_height: int) -> list[int]:
+    """A CUtensorMap (as 16 64-bit words) for a row-major ``height x width`` bf16 matrix at ``ptr``,
+    fetched in ``box_width x box_height`` boxes with the 128-byte swizzle (box_width = 64: one
+    128-byte row per box row); box parts outside the matrix are zero-filled."""
+    from cuda.bindings import driver as drv
+
+    err, tmap = drv.cuTensorMapEncodeTiled(
+        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr,
+        [drv.cuuint64_t(width), drv.cuuint64_t(height)], [drv.cuuint64_t(width * 2)],
+        [drv.cuuint32_t(box_width), drv.cuuint32_t(box_height)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled refused a {height} x {width} bf16 matrix "
+                           f"(box {box_height} x {box_width}): {err.name}")
+    return [int(word) for word in tmap.opaque]
+
+
+def tensor_maps(a_bits, b_bits, defines: dict[str, int] | None = None):
+    """The two TMA descriptors the kernel reads (A then B), 128 bytes each, in GPU memory.
+
+    A is described as a K-wide, M-tall bf16 matrix fetched in 64 x TC_BM boxes, B as N-wide, K-tall
+    in 64 x TC_BK boxes; the 128-byte swizzle matches the kernel's shared layout, and boxes that
+    stick out of the matrix are zero-filled. Cached per (arrays, shapes, tile).
+    """
+    import cupy
+    import numpy as np
+
+    d = macros(BF16, defines)
+    (m, k), n = a_bits.shape, b_bits.shape[1]
+    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, d["TC_BM"], d["TC_BK"])
+    if key not in _TENSOR_MAPS:
+        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, d["TC_BM"])
+                 + encode_tensor_map(b_bits.data.ptr, n, k, 64, d["TC_BK"]))
+        if len(_TENSOR_MAPS) > 64:
+            _TENSOR_MAPS.clear()
+        _TENSOR_MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
+    return _TENSOR_MAPS[key]
+
+
+def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = "auto", grid=None,
+             epilogue_args: tuple = (), smem_bytes: int | None = None) -> None:
+    """C = A·B with the mma.sync kernel on raw-bf16 CuPy arrays (uint16 or int16 bit patterns).
+
+    ``copies`` picks how tiles reach shared memory: ``"cp.async"``, ``"tma"`` (sm_90+), or ``"auto"``.
+    ``grid`` replaces the one-tile-per-block grid (the scheduled variant's persistent and split-K grids).
+    ``epilogue_args`` are the bias and residual a ``TC_EPILOGUE`` variant takes (``lab_fusion``).
+    ``smem_bytes`` asks for more dynamic shared memory than the tiles need, so fewer blocks fit on an
+    SM (``lab_pipeline`` holds the GEMM to one block per SM that way).
+    """
+    import numpy as np
+
+    m, k = a_bits.shape
+    n = b_bits.shape[1]
+    one_tile_each, block, smem = bf16_geometry(m, n, defines)
+    smem = max(smem, smem_bytes or 0)
+    grid = grid or one_tile_each
+    fn = function or _bf16_function()
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem    # opt in beyond the default 48 KiB
+    engine = copy_engine(copies, _device_cc(), k, n, defines)
+    maps = tensor_maps(a_bits, b_bits, defines) if engine == "tma" else np.uint64(0)
+    fn(grid, block, (a_bits, b_bits, c_bits, np.int32(m), np.int32(n), np.int32(k), maps, *epilogue_args),
+       shared_mem=smem)
+
+
+@covers(BF16, "bf16_gemm_mma")
+def bf16_smoke() -> None:
+    import cupy
+
+    if float(detect().compute_capability) < BF16_MIN_CC:
+        print(f"skip {BF16}.bf16_gemm_mma: needs compute capability 8.0+")
+        return
+    for m, n, k in SMOKE_SHAPES + ((128, 128, 64), (200, 136, 72), (256, 256, 448), (136, 264, 200)):
+        a, b = to_bf16_bits(random_operand((m, k), 9)), to_bf16_bits(random_operand((k, n), 10))
+        ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
+        for engine in runnable_engines(_device_cc(), k, n):
+            c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
+            run_bf16(a, b, c, copies=engine)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
+            if not err <= bf16_tolerance(ref):
+                raise AssertionError(f"{BF16}.bf16_gemm_mma ({engine}) wrong at {m}x{n}x{k}: max error {err}")

@@ -1,0 +1,419 @@
+"""The failure lab: 35 classic GPU-performance mistakes, where the course shows each one, and a quiz."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FAMILIES = ("execution model", "resources", "memory and layout", "tiling and fusion", "roofline and measurement")
+
+
+@dataclass(frozen=True)
+class Failure:
+    number: int            # 1..35
+    family: str            # one of FAMILIES
+    mistake: str           # one sentence: the mistake, as a learner would make it
+    explanation: str       # 2-4 sentences: why it is wrong and what to do instead
+    notebook: str | None   # notebook file stem where it is shown or discussed, or None
+    section: str | None    # exact heading text in that notebook, or None
+    record: str | None     # experiment with a record in data/recorded/h200/, or None
+    case: str | None       # a case name inside that record, or None
+    contrast: str | None   # a case of the same record that does it right, to compare with, or None
+
+
+_EXEC, _RES, _MEM, _TILE, _ROOF = FAMILIES
+
+FAILURES: tuple[Failure, ...] = (
+    # ---- execution model -------------------------------------------------------------------
+    Failure(
+        1, _EXEC,
+        "Assuming that one call in a framework such as PyTorch launches exactly one GPU kernel.",
+        "What runs on the GPU is decided by the framework's dispatcher and compiler, not by the line of code: "
+        "one eager operator can launch several kernels, a compiler can merge many operators into one, and an "
+        "unsupported case can fall back to a slower path. In the course's elementwise chains, eager PyTorch "
+        "launched two kernels for every `y * a + b` step while `torch.compile` ran the whole chain as one. "
+        "Count the kernels in a profiler trace before reasoning about launches or bytes.",
+        "08_fusion", "The evidence that a fusion happened: kernel lists and DRAM bytes",
+        "fusion.chains", "k=8: PyTorch eager", 'k=8: torch.compile (Inductor)'),
+    Failure(
+        2, _EXEC,
+        "Picturing each block as if it were an SM, or each SM as running a single block.",
+        "A block is placed on one SM and stays there until it finishes, but an SM holds several blocks at once "
+        "when their resources fit, and takes new ones as old ones retire. A launch of thousands of blocks "
+        "therefore runs as a stream of blocks over a fixed number of SMs, in waves. The block-order experiment "
+        "records the SM each block landed on and shows many blocks passing through every SM in one launch.",
+        "02_threads_warps", "Run: blocks own tiles, and start in any order",
+        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output", None),
+    Failure(
+        3, _EXEC,
+        "Writing a kernel whose correctness depends on blocks running in the order of their index.",
+        "The hardware hands blocks to SMs in roughly increasing order, but within each wave the start order is "
+        "scrambled, and it changes from one launch to the next. CUDA makes no promise about it, so code that "
+        "relies on block 6 finishing before block 7 is wrong even on a day it happens to pass. Blocks may "
+        "cooperate only through the end of the kernel, atomics or a cooperative launch.",
+        "02_threads_warps", "Run: blocks own tiles, and start in any order",
+        "warps.block_order", "3969 blocks (63×63) of 16×16 tiles, 1000×1000 output", None),
+    Failure(
+        4, _EXEC,
+        "Using the words block and tile as if they named the same thing.",
+        "A block is a unit of execution: a group of threads scheduled together on one SM. A tile is a unit of "
+        "data, a piece of the output or of an operand whose shape the kernel's author chooses. One block per "
+        "tile is a common plan, not a rule: in a persistent kernel each block loops over many tiles, and the "
+        "course's persistent grid of 135 blocks covers 270 tiles.",
+        "07_waves", "Remove the tail",
+        "waves.remedies", "persistent: course 128x128, persistent grid of 135", 'persistent: course 128x128, one tile per block'),
+    Failure(
+        5, _EXEC,
+        "Believing that each thread owns a CUDA core of its own for the life of the kernel.",
+        "The SM issues instructions for a warp of 32 threads at a time and sends them to shared functional "
+        "pipelines; a thread is a lane of that instruction stream, not the owner of a core. When the lanes of a "
+        "warp branch different ways, the warp runs each path in turn with the other lanes switched off, so the "
+        "kernel with two paths inside every warp took twice as long as the one with a single path. Reason in "
+        "warps and issue slots, not in cores per thread.",
+        "02_threads_warps", "Divergence: one instruction stream for 32 lanes",
+        "warps.divergence", "2 paths, split inside each warp", '2 paths, split by warp'),
+    # ---- resources -------------------------------------------------------------------------
+    Failure(
+        6, _RES,
+        "Letting a kernel keep more live values per thread than the register file can afford.",
+        "Registers are shared out among all resident threads, so every extra register per thread lowers the "
+        "number of warps that fit on an SM, and past the per-thread limit the compiler moves values to local "
+        "memory. The one-pass RMSNorm holds a whole row per block in registers; at 131,072 elements a row they "
+        "no longer fit, the compiler spills kilobytes per thread, and the fused kernel ran about 2.5 times "
+        "slower than the two-kernel plan. Read the compiler's register and spill report for every build you time.",
+        "08_fusion", "When fusion loses: a row that does not fit",
+        "fusion.reductions", "rmsnorm n=131072: course one pass", 'rmsnorm n=131072: course two pass'),
+    Failure(
+        7, _RES,
+        "Thinking of local memory as a fast on-chip store next to the registers.",
+        "Local memory is private to a thread in how it is addressed, but it lives in device memory and reaches "
+        "the SM only through the caches. Every spilled value is a store and a later load through L1 and L2, and "
+        "a trip to DRAM when those miss. Capping the register-pressure kernel at 64 registers spilled 304 bytes "
+        "per thread, made it more than three times slower, and the profiler counted gigabytes of local-memory "
+        "traffic.",
+        "03_occupancy", "Experiment (c): register pressure and spills",
+        "occupancy.register_spill", "--maxrregcount=64", 'as compiled (no cap)'),
+    Failure(
+        8, _RES,
+        "Giving a block more shared memory without working out again how many blocks still fit on an SM.",
+        "Shared memory is a per-block cost taken from a fixed budget per SM, so a larger tile or an extra buffer "
+        "can remove resident blocks in a single step. In the shared-memory sweep, a copy kernel that never even "
+        "touched its shared memory fell to half occupancy at 48 KiB per block and took about 1.8 times as long "
+        "as with none. Recompute residency whenever a tile, a stage count or a padding changes.",
+        "03_occupancy", "Experiment (a): shared memory lowers residency in steps",
+        "occupancy.smem_sweep", "48 KiB shared memory per block", '0 KiB shared memory per block'),
+    Failure(
+        9, _RES,
+        "Reading a high occupancy figure as proof that the SM is doing useful work.",
+        "Occupancy counts the warps that are resident, not the warps able to issue an instruction this cycle, "
+        "and resident warps may all be waiting on memory. The copy with one load per thread filled every warp "
+        "slot and was still beaten by kernels using half or a quarter of the slots whose threads each kept eight "
+        "loads in flight. A memory-bound kernel needs bytes in flight, and the profiler's eligible and issued "
+        "warps per cycle show whether the resident warps are working.",
+        "03_occupancy", "Experiment (b): occupancy is not utilization",
+        "occupancy.ilp", "ILP 1, 8 blocks/SM wanted", 'ILP 8, 4 blocks/SM wanted'),
+    Failure(
+        10, _RES,
+        "Forcing a kernel's register count down just to reach the highest possible occupancy.",
+        "A register cap such as `--maxrregcount` or `__launch_bounds__` buys residency by spilling whatever no "
+        "longer fits to local memory, and it takes away independent work each thread could have had in flight. "
+        "Capped at 32 registers, the register-pressure kernel went from 37.5% to full occupancy and ran about "
+        "sixteen times slower than the uncapped build. Treat occupancy as a diagnostic, and raise it only when "
+        "the profiler shows too few eligible warps to hide latency.",
+        "03_occupancy", "Experiment (c): register pressure and spills",
+        "occupancy.register_spill", "--maxrregcount=32", 'as compiled (no cap)'),
+    Failure(
+        11, _RES,
+        "Computing residency from whole-SM totals and ignoring the units in which the hardware hands out "
+        "registers and shared memory.",
+        "Registers are allocated per warp in chunks of 256 and must fit in one scheduler's quarter of the "
+        "register file, and shared memory is rounded up per block, with 1 KiB reserved per block from compute "
+        "capability 8.0 on. Plain floor division ignores all of this and can promise a block that does not fit: "
+        "on an A100 the reservation alone turns five resident blocks of 32 KiB into four. The course's residency "
+        "model applies these rules, and it agrees with CUDA's own occupancy calculator.",
+        "03_occupancy", "Allocation granularity: what real hardware does on top",
+        None, None, None),
+    # ---- memory and layout -----------------------------------------------------------------
+    Failure(
+        12, _MEM,
+        "Estimating memory traffic from the elements a kernel uses rather than from the sectors the hardware "
+        "fetches.",
+        "The memory system moves whole 32-byte sectors, so a warp whose lanes are misaligned, strided or "
+        "scattered pulls in bytes that nobody asked for. A strided fp32 copy with stride 8 puts every lane in a "
+        "sector of its own, so only an eighth of each fetch is useful, and it ran about four times slower than "
+        "the unit-stride copy. Count sectors per request, and check the count against the profiler's L1 and "
+        "DRAM figures.",
+        "04_coalescing", "Measure",
+        "coalescing.strided_copy", "stride 8", 'stride 1'),
+    Failure(
+        13, _MEM,
+        "Expecting the cache behaviour seen in one benchmark to hold for other sizes, batches or neighbouring "
+        "work.",
+        "Whether a byte comes from a cache depends on who touched it recently and how much data passes between "
+        "two uses, and that changes with the problem size, the batch, concurrent kernels and what ran before. "
+        "The misaligned copies ran at full speed only because the next warp wanted the same extra sector a "
+        "moment later; a gather or a narrow tensor would pay for it. State the working set and the cache state "
+        "of a measurement, and flush the L2 when a number must not depend on leftovers.",
+        "04_coalescing", "Alignment, layout and vector width",
+        "coalescing.patterns", "offset 1 (4 bytes)", 'offset 0 (0 bytes)'),
+    Failure(
+        14, _MEM,
+        "Fixing the global-memory access pattern without checking what it does to shared memory.",
+        "Shared memory has an address map of its own, 32 banks of 4-byte words, so a layout chosen to make "
+        "global loads and stores coalesced can make shared memory the bottleneck. The tiled transpose reads its "
+        "unpadded 32 × 32 tile by columns, a 32-way bank conflict, and ran about twice as slow as the same "
+        "kernel with one word of padding per row. After each optimization, look for the next bottleneck at "
+        "every level the data passes through.",
+        "05_shared_memory", "The transpose ladder",
+        "transpose.ladder", "shared tile 32×32", 'padded tile 32×33'),
+    Failure(
+        15, _MEM,
+        "Assuming that a broadcast tensor, such as the result of `expand`, always stays a view with no data of "
+        "its own.",
+        "A broadcast is a logical promise that costs nothing only while every consumer reads it through "
+        "stride-0 indexing. A reshape that needs contiguous memory, an operator without a strided path, or a "
+        "library call that wants a dense input can silently turn it into a full-sized copy, with all the bytes "
+        "and the allocation that implies. Check the strides and storage of the tensor the kernel actually "
+        "receives, and look for copy kernels in the profiler trace.",
+        None, None, None, None, None),
+    Failure(
+        16, _MEM,
+        "Treating a paged key/value cache during decoding as if each sequence's keys and values formed one "
+        "contiguous array.",
+        "Serving systems often store the key/value cache in fixed-size pages and keep a table that maps each "
+        "sequence's logical positions to them, so consecutive tokens can sit far apart in memory. A kernel that "
+        "reads the cache must follow that table, and its accesses are only as contiguous as one page is long. "
+        "Model the traffic from the physical layout, page size and indirection included, not from the logical "
+        "shape of the tensor.",
+        None, None, None, None, None),
+    # ---- tiling and fusion -----------------------------------------------------------------
+    Failure(
+        17, _TILE,
+        "Choosing the largest tile that shared memory and registers will hold, whatever the problem size.",
+        "A big tile reuses each loaded byte more, but it also means fewer blocks, more padding at the edges and "
+        "more accumulator registers per thread. At n = 1024 the fp32 ladder's 128 × 128 rung launches only 64 "
+        "blocks for 132 SMs, and it was slower than the rung before it, whose 64 × 64 tile gives 256 blocks. "
+        "Choose the tile for the shape: enough blocks to fill the GPU, little waste at the edges, and "
+        "accumulators that fit.",
+        "06_gemm_ladder", "Measure: the ladder beside cuBLAS",
+        "gemm.fp32_ladder", "sgemm_reg2d, n=1024", 'sgemm_reg1d, n=1024'),
+    Failure(
+        18, _TILE,
+        "Adding pipeline stages without charging every stage's buffer to the shared-memory budget.",
+        "Double or triple buffering keeps one tile in use while the next ones arrive, so a block's shared "
+        "memory is the size of a stage times the number of stages, not the size of one tile. More stages can "
+        "therefore push a block past the point where two of them fit on an SM. The course's bf16 GEMM with 3 "
+        "stages ran two blocks per SM in about 296 µs; with 4 stages only one block fits, and it took about "
+        "394 µs.",
+        "09_async_pipelines", "The GEMM at 1 to 6 stages",
+        "pipeline.gemm_stages", "bf16_gemm_mma (tma), 4 stages, 1 block/SM", 'bf16_gemm_mma (tma), 3 stages, 2 blocks/SM'),
+    Failure(
+        19, _TILE,
+        "Leaving out the synchronization that tells a producer a shared-memory buffer is free again, or tells "
+        "its consumers that the data has arrived.",
+        "When one set of threads or a copy engine fills a buffer that others read, something must order the "
+        "two: a barrier, an mbarrier phase, or a fence between ordinary and asynchronous accesses. Without it "
+        "the program usually still runs, and returns wrong results that differ from run to run. Freeing a slot "
+        "of the Hopper GEMM before its wgmma reads had finished made all ten runs wrong, and compute-sanitizer's "
+        "racecheck cannot see this kind of race; only the comparison with a reference caught it.",
+        "10_hopper_gemm", "Five ways to get it wrong",
+        "hopper.pitfalls", "hgemm_5_persistent, 4096×4096×4096", None),
+    Failure(
+        20, _TILE,
+        "Assuming that fusing kernels always makes the work faster.",
+        "Fusion removes the round trips of intermediates through HBM, but the fused kernel may need more "
+        "registers, keep fewer blocks resident, or repeat work that separate kernels did once. The course's "
+        "GEMM with a fused epilogue that calls the C library's `tanhf` ran slower than the plain GEMM "
+        "followed by a separate epilogue pass: the tanh's dozens of instructions per output run at the end of "
+        "every tile, at low occupancy. Time the fused kernel against the unfused plan, and read its compile "
+        "report.",
+        "08_fusion", "A GEMM epilogue",
+        "fusion.epilogue", "4096x4096x4096: course GEMM, fused bias + GELU + residual, libm tanhf", '4096x4096x4096: course GEMM + separate epilogue pass'),
+    Failure(
+        21, _TILE,
+        "Believing that an intermediate which never reaches HBM no longer costs anything.",
+        "Fusion moves the intermediate rather than removing it: the values still exist, in registers or shared "
+        "memory, and the room they take limits residency. When that room runs out they spill to local memory, "
+        "which is backed by DRAM. The one-pass softmax keeps a whole row on chip; at 131,072 elements a row it "
+        "spilled so much that it moved more DRAM bytes than the two-kernel plan and ran about 2.6 times slower.",
+        "08_fusion", "When fusion loses: a row that does not fit",
+        "fusion.reductions", "softmax n=131072: course one pass", 'softmax n=131072: course two pass'),
+    # ---- roofline and measurement ----------------------------------------------------------
+    Failure(
+        22, _ROOF,
+        "Comparing a kernel against a peak FLOP rate that belongs to another data type or another instruction.",
+        "A datasheet peak holds only for one dtype on one unit, such as dense bf16 on Hopper's tensor cores "
+        "issued through `wgmma`. On the H200, `mma.sync` alone, with no memory traffic at all, stopped near "
+        "630 TFLOP/s, while `wgmma` came within a few percent of the 989 TFLOP/s peak. Quote the peak for the "
+        "exact dtype, sparsity and instruction path the kernel uses.",
+        "10_hopper_gemm", "The ceiling `mma.sync` cannot pass",
+        "hopper.ceilings", "mma.sync m16n8k16, registers", 'wgmma m64n256k16, A from shared'),
+    Failure(
+        23, _ROOF,
+        "Using the datasheet bandwidth as the bandwidth a kernel can actually reach.",
+        "The datasheet's HBM figure is a pin rate, and refresh, bus turnarounds and protocol overhead keep any "
+        "real stream below it. A device-to-device copy on the H200 sustained about 4.2 TB/s against the "
+        "datasheet's 4.8 TB/s. Measure a copy ceiling on the machine, and express memory-bound kernels as a "
+        "fraction of it.",
+        "00_your_gpu", "The machine card: the datasheet beside what we measured",
+        "machine.copy_bandwidth", "CuPy device-to-device copy", None),
+    Failure(
+        24, _ROOF,
+        "Quoting an arithmetic intensity without saying which memory boundary its bytes cross.",
+        "Intensity is FLOPs divided by the bytes that cross one particular boundary, and the same kernel has a "
+        "different intensity for HBM, L2, shared memory and registers. A roofline drawn with HBM bandwidth "
+        "needs the HBM bytes, and any other roof needs the bytes of its own level. Write the boundary next to "
+        "every intensity you quote.",
+        "01_roofline", "The idea: two lower bounds on time",
+        None, None, None),
+    Failure(
+        25, _ROOF,
+        "Timing GPU work with a host clock around calls that return before the GPU has finished.",
+        "A kernel launch only queues the work, so a host timer read right after it measures the cost of "
+        "queueing. Timed this way, a vector add over 2²⁴ elements seemed to take under 7 µs, an apparent "
+        "29 TB/s that no GPU can move. Use CUDA events in the stream, or synchronize before reading the host "
+        "clock, and keep the launch itself out of the interval.",
+        "00_your_gpu", "Measuring correctly",
+        "timing.measuring_correctly", "host timer, no synchronize, n=16777216", 'CUDA events, GPU held, n=16777216'),
+    Failure(
+        26, _ROOF,
+        "Timing the first call of a kernel as if it showed the kernel's steady-state cost.",
+        "The first call pays once for compilation, module loading, memory allocation, autotuning in some "
+        "libraries, and cold caches. The course's first vector add took about 12 ms, where a warm call of the "
+        "same size takes about 63 µs. Run warm-up calls first, then take many samples and report their median "
+        "and spread.",
+        "00_your_gpu", "Measuring correctly",
+        "timing.measuring_correctly", "first call (compile + load + launch), n=16777216", 'CUDA events, GPU held, n=16777216'),
+    Failure(
+        27, _ROOF,
+        "Profiling one matrix shape and assuming the result holds for every phase of a Transformer.",
+        "Prefill multiplies many rows at once and is usually compute-bound, while decode multiplies a few rows "
+        "by the same weights and is bound by memory and latency, and libraries pick different kernels for the "
+        "two. With M = 16 rows cuBLAS switched to small tiles and split-K, and the course's fixed-tile kernel "
+        "took about as long as at M = 512. Profile each phase at the shapes it really runs.",
+        "07_waves", "Thin shapes: M small",
+        "waves.m_sweep", "cuBLAS 16x4096x4096", 'cuBLAS 512x4096x4096'),
+    Failure(
+        28, _ROOF,
+        "Judging a kernel by one summary utilization number, without the grid it launched and the stalls its "
+        "warps hit.",
+        "A single percentage, such as GPU busy, achieved occupancy or tensor-pipe activity, says that something "
+        "happened but not why the rest did not. Rung 5 of the Hopper GEMM had only 14% of its warp slots active "
+        "while its tensor pipe was busy 84% of the time; its launch geometry, one block per SM, and its stall "
+        "reasons explain both numbers. Read the grid, the blocks per SM, the eligible warps and the top stall "
+        "reasons together.",
+        "10_hopper_gemm", "What the profiler says",
+        "hopper.profile", "hgemm_5_persistent, 4096×4096×4096", None),
+    Failure(
+        29, _ROOF,
+        "Ignoring the overhead that a profiler or tracer adds, and the clock changes of the GPU during a run.",
+        "Profilers replay kernels, fix or change clocks and add instrumentation, so a profiled time is not the "
+        "time of an ordinary run. Clocks also move with power and temperature: the ablation run ended at "
+        "1,560 MHz near the 700 W cap, far below the 1,980 MHz maximum, and long dense GEMMs ran at a lower rate "
+        "than short ones. Record the clock and power with every measurement, and take times from unprofiled runs.",
+        "10_hopper_gemm", "Measured: the ladder beside cuBLAS",
+        "hopper.ablations", "cuBLAS bf16, 8192×8192×8192", None),
+    Failure(
+        30, _ROOF,
+        "Naming the backend that ran an operation after the API that was called.",
+        "One API call can reach several implementations, chosen at run time by dtype, shape, hardware and the "
+        "libraries installed. The course's call to `scaled_dot_product_attention` ran a cuDNN flash-attention "
+        "kernel on the H200, and the same call may pick another backend on another machine or shape. Read the "
+        "kernel names in a profiler trace before saying which backend ran.",
+        "08_fusion", "The score-matrix trap",
+        "fusion.attention", "N=4096: scaled_dot_product_attention", 'N=4096: naive (matmul, softmax, matmul)'),
+    Failure(
+        31, _ROOF,
+        "Assuming that masked positions at the edge of a tile cost no work.",
+        "A mask stops out-of-range lanes from touching memory, but the tile's instructions are still issued for "
+        "the whole tile, and partly empty edge blocks still occupy SMs. With M = 16 rows, the course's 128-row "
+        "tile computed eight times the rows it kept, and the kernel took about as long as at M = 128. Count the "
+        "padded tile area and the tail blocks as work you pay for.",
+        "07_waves", "Thin shapes: M small",
+        "waves.m_sweep", "course 16x4096x4096", 'course 128x4096x4096'),
+    Failure(
+        32, _ROOF,
+        "Ignoring how the number of blocks divides into the slots the GPU can run at once.",
+        "A GPU runs at most SMs × (resident blocks per SM) blocks at a time, and a grid just past a whole number "
+        "of waves pays for a nearly empty extra wave. Widening the course's GEMM from N = 2048 to N = 2112 took the grid from 512 "
+        "tiles to 544, 16 more than two full waves of 264 slots, and the time rose by about a quarter, from 156 "
+        "to 196 µs. Predict the waves before choosing a shape, and pad, split or reschedule to fill the last one.",
+        "07_waves", "Measure: the sawtooth",
+        "waves.n_sweep", "course 4096x2112x4096", 'course 4096x2048x4096'),
+    Failure(
+        33, _ROOF,
+        "Using one arithmetic intensity for every level of the memory hierarchy.",
+        "Each level sees a different amount of traffic, because bytes reused at one level never reach the next. "
+        "A 4096³ bf16 GEMM does about 1,365 FLOP per byte of HBM traffic, while its 128 × 256 tiles do only "
+        "about 85 FLOP per byte they read from L2, and each number must be held against that level's own "
+        "bandwidth. Check every level that could bind, each against its own ceiling.",
+        "10_hopper_gemm", "Blackwell, on paper",
+        None, None, None),
+    Failure(
+        34, _ROOF,
+        "Taking the distance of a point below the roofline as proof of what slowed it down.",
+        "The roofline gives a bound, not a diagnosis: a point can sit far below both roofs because of launch "
+        "overhead, too few blocks to fill the GPU, synchronization, a poor instruction mix, or a roof that does "
+        "not apply to it. A 64 × 64 fp32 matmul has an intensity of about 10 FLOP per byte, yet it ran at about "
+        "a tenth of a TFLOP/s, held back by the fixed cost of a kernel and too little parallelism rather than by "
+        "either roof. Find the cause with timings and counters, then use the roofline to say how much there is "
+        "to gain.",
+        "01_roofline", "Reconcile: where the points sit, and why",
+        "roofline.measured", "matmul fp32, n=64", 'matmul fp32, n=4096'),
+    Failure(
+        35, _ROOF,
+        "Labelling a number that came from a model or a test fixture as a measurement.",
+        "An analytic value follows from its inputs, while a measured one needs raw timing samples, the kernel "
+        "that actually ran, profiler counters where they matter, and a check that the output was right. Every "
+        "table in this course says whether its numbers are analytic, measured now, or replayed from a recorded "
+        "run, with the GPU and the date. Keep that label on every number you quote, and call nothing measured "
+        "without the raw data behind it.",
+        "00_your_gpu", "Takeaways",
+        None, None, None),
+)
+
+
+_FAMILY_LIST = ", ".join(f'"{f}"' for f in FAMILIES)
+
+
+def by_family(family: str) -> list[Failure]:
+    """The failures of one family, in order."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}: the families are {_FAMILY_LIST}")
+    return [f for f in FAILURES if f.family == family]
+
+
+def failure(number: int) -> Failure:
+    """Failure ``number``, 1-35."""
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(FAILURES):
+        raise ValueError(f"failures are numbered 1-{len(FAILURES)}, not {number!r}")
+    return FAILURES[number - 1]
+
+
+def demonstrated() -> list[Failure]:
+    """The failures that a recorded experiment demonstrates with a measurement."""
+    return [f for f in FAILURES if f.record is not None and f.case is not None]
+
+
+def _anchor(heading: str) -> str:
+    """Jupyter's anchor for a heading: lowercase, spaces to '-', only letters, digits, '-' and '_' kept."""
+    return "".join(c for c in heading.lower().replace(" ", "-") if c.isalnum() or c in "-_")
+
+
+def href(f: Failure) -> str | None:
+    """The notebook (and section anchor) that shows ``f``, relative to the notebooks folder, or None."""
+    if f.notebook is None:
+        return None
+    return f"{f.notebook}.ipynb" + (f"#{_anchor(f.section)}" if f.section else "")
+
+
+def link(f: Failure) -> str | None:
+    """A markdown link to the notebook section that shows ``f``, or None."""
+    if f.notebook is None:
+        return None
+    return f"[{f.notebook}" + (f" · {f.section}" if f.section else "") + f"]({href(f)})"
+
+
+def undemonstrated_rows() -> list[dict]:
+    """The failures no record demonstrates: discussed (where a notebook does) but not measured."""
+    return [{"#": f.number, "family": f.family, "mistake": f.mistake,
+             "discussed in": " · ".join(filter(None, (f.notebook, f.section))) or "not in a notebook"}
+            for f in FAILURES if f not in demonstrated()]

@@ -1,0 +1,1 @@
+"""Calculators, one module per notebook on a small base: thin ipywidgets layers over the models."""

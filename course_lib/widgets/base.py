@@ -1,0 +1,47 @@
+"""Calculators: thin ipywidgets layers over the models. Bad input gets a message, not a traceback."""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+
+def _fmt_seconds(s: float) -> str:
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-12:.3g} ps"
+
+
+# Text that must read on JupyterLab's light and dark themes takes the theme's colours (with a
+# fallback for other frontends); text on a fixed swatch takes whichever ink contrasts with it.
+MUTED_TEXT = "var(--jp-ui-font-color2, #555)"
+OK_TEXT = "var(--jp-success-color1, #1b5e20)"
+ERROR_TEXT = "var(--jp-error-color1, #b00020)"
+WRAP = {"flex_flow": "row wrap"}   # a row of controls that wraps in a narrow window instead of overflowing
+
+
+def ink_on(background_hex: str) -> str:
+    """Near-black or white, whichever contrasts more with a ``#rrggbb`` background (WCAG luminance)."""
+    def channel(v: int) -> float:
+        c = v / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(background_hex[i:i + 2], 16) for i in (1, 3, 5))
+    lum = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    return "#111" if (lum + 0.05) / (0.0056 + 0.05) > 1.05 / (lum + 0.05) else "#fff"
+
+
+def span(cls: str, value) -> str:
+    """A value in the answer HTML, tagged with the class the tests and the browser test read."""
+    return f'<span class="{cls}">{html.escape(str(value))}</span>'
+
+
+def int_box(label: str, value: int, width: str = "150px") -> W.IntText:
+    return W.IntText(value=value, description=label, layout=W.Layout(width=width),
+                     style={"description_width": "initial"})
+
+
+def error_html(message: str) -> str:
+    return f'<div class="course-calc-error" style="color:#b00020">⚠ {html.escape(message)}</div>'
+
+

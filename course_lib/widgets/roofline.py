@@ -1,0 +1,132 @@
+"""Notebook 01's roofline calculator: any GPU and dtype, a GEMM of any shape, the bound and what sets it."""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from course_lib.core.hardware import SPECS, TERA, GpuSpec, replace_peaks
+from course_lib.models import roofline
+from course_lib.widgets.base import _fmt_seconds, error_html
+
+CUSTOM = "custom (type the roofs)"
+
+
+CALC_DTYPES = [("fp32", "fp32"), ("fp16 / bf16", "fp16"), ("fp8", "fp8"), ("fp4", "fp4")]
+
+
+def _bars(compute_s: float, memory_s: float) -> str:
+    longest = max(compute_s, memory_s)
+    rows = []
+    for label, t, colour in (("compute", compute_s, "#4c72b0"), ("move A, B, C", memory_s, "#dd8452")):
+        width = 100 * t / longest
+        rows.append(f'<div style="display:flex;align-items:center;margin:2px 0">'
+                    f'<span style="width:110px">{label}</span>'
+                    f'<span style="background:{colour};height:16px;width:{width:.1f}%;max-width:420px;display:inline-block"></span>'
+                    f'<span style="margin-left:6px">{_fmt_seconds(t)}</span></div>')
+    return "".join(rows)
+
+
+class RooflineCalculator:
+    """Square GEMM of size N in a dtype on a GPU: time to compute against time to move the matrices."""
+
+    def __init__(self, gpus: list[GpuSpec] | None = None, n: int = 4096, dtype: str = "fp16"):
+        self.gpus = {g.name: g for g in (gpus or [ROUND_B200, *SPECS.values()])}
+        self.gpu = W.Dropdown(options=[*self.gpus, CUSTOM], description="GPU", layout=W.Layout(width="420px"))
+        self.dtype = W.Dropdown(options=CALC_DTYPES, value=dtype, description="dtype")
+        self.n_slider = W.IntSlider(value=n, min=16, max=16384, step=16, description="N",
+                                    continuous_update=False, layout=W.Layout(width="420px"))
+        self.n = W.IntText(value=n, description="N =", layout=W.Layout(width="180px"))
+        self.peak_tflops = W.FloatText(value=2000.0, description="peak TFLOP/s", disabled=True,
+                                       style={"description_width": "initial"})   # the whole label, not "peak TFL…"
+        self.bandwidth_tbps = W.FloatText(value=8.0, description="HBM TB/s", disabled=True)
+        self.answer = W.HTML()
+        self.answer.add_class("course-calc-answer")
+        self.n_slider.observe(self._slider_moved, "value")
+        for w in (self.gpu, self.dtype, self.n, self.peak_tflops, self.bandwidth_tbps):
+            w.observe(self._refresh, "value")
+        self.ui = W.VBox([W.HBox([self.gpu, self.dtype]), W.HBox([self.n_slider, self.n]),
+                          W.HBox([self.peak_tflops, self.bandwidth_tbps]), self.answer])
+        self._refresh()
+
+    def _slider_moved(self, change):
+        self.n.value = change["new"]
+
+    def selected_gpu(self) -> GpuSpec:
+        if self.gpu.value != CUSTOM:
+            return self.gpus[self.gpu.value]
+        for label, v in (("peak", self.peak_tflops.value), ("HBM bandwidth", self.bandwidth_tbps.value)):
+            if not v > 0:
+                raise ValueError(f"{label} must be positive; you typed {v}. A GPU with no {label} runs nothing.")
+        peak = self.peak_tflops.value * TERA
+        return replace_peaks(ROUND_B200, name="custom GPU", key="custom",
+                             bandwidth=self.bandwidth_tbps.value * TERA,
+                             peaks={d: peak for _, d in CALC_DTYPES}, source="typed in")
+
+    def estimate(self) -> roofline.SquareGemmEstimate:
+        n = self.n.value
+        if n < 1:
+            raise ValueError(f"N must be at least 1 (a {n}×{n} matrix has no elements)")
+        return roofline.square_gemm(n, self.dtype.value, self.selected_gpu())
+
+    def _show_roofs(self) -> None:
+        """The greyed boxes show the chosen GPU's own roofs (for the chosen dtype), not stale ones."""
+        g = self.gpus[self.gpu.value]
+        self._syncing = True
+        try:
+            if self.dtype.value in g.peak_flop_per_s:
+                self.peak_tflops.value = round(g.peak(self.dtype.value) / TERA, 1)
+            self.bandwidth_tbps.value = round(g.hbm_bandwidth_bytes_per_s / TERA, 3)
+        finally:
+            self._syncing = False
+
+    def _refresh(self, change=None):
+        if getattr(self, "_syncing", False):
+            return
+        custom = self.gpu.value == CUSTOM
+        self.peak_tflops.disabled = self.bandwidth_tbps.disabled = not custom
+        if not custom:
+            self._show_roofs()
+        if 16 <= self.n.value <= 16384 and self.n_slider.value != self.n.value:
+            self.n_slider.value = (self.n.value // 16) * 16 or 16
+        try:
+            e = self.estimate()
+        except ValueError as exc:
+            self.answer.value = error_html(str(exc).replace("peak_flop_per_s", "peak").replace(
+                "bandwidth_bytes_per_s", "bandwidth"))
+            return
+        self.answer.value = render_estimate(e)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.ui)
+
+
+def render_estimate(e: roofline.SquareGemmEstimate) -> str:
+    b = e.bound
+    verdict = ("compute-bound: the math sets the time" if b.binding_roof == "compute"
+               else "memory-bound: moving the matrices sets the time")
+    return (
+        f'<div class="course-calc-result" data-binding="{b.binding_roof}">'
+        f"<b>{html.escape(e.gpu)}</b>, {e.dtype}, N = {e.n:,}<br>"
+        f"{_bars(b.compute_seconds, b.memory_seconds)}"
+        f'Arithmetic intensity: <span class="course-intensity">{b.intensity:,.1f}</span> FLOP/byte '
+        f'against a ridge of <span class="course-ridge">{e.ridge:,.1f}</span> FLOP/byte<br>'
+        f'Binding roof: <b class="course-binding">{b.binding_roof}</b> ({verdict})<br>'
+        f'Lower bound on time: <span class="course-time">{_fmt_seconds(b.seconds)}</span>; '
+        f"attainable {e.attainable_flop_per_s / TERA:,.1f} TFLOP/s<br>"
+        f'Crossover: memory binds below N ≈ <span class="course-crossover">{e.crossover_n:,.0f}</span>'
+        f"<br><small>analytic: roofline model from the {html.escape(e.gpu)} numbers</small></div>")
+
+
+def roofline_calculator(extra_gpus: list[GpuSpec] = (), **kw) -> RooflineCalculator:
+    """The notebook-01 calculator over the round-number B200, the spec table, and any extra GPUs (measured ceilings)."""
+    return RooflineCalculator([ROUND_B200, *SPECS.values(), *extra_gpus], **kw)
+
+
+ROUND_B200 = replace_peaks(SPECS["b200"], name="B200 (round numbers: 2 PFLOP/s, 8 TB/s)", key="b200-lesson",
+                            bandwidth=8e12, peaks={"fp32": 2e15 / 30, "fp16": 2e15, "bf16": 2e15,
+                                                   "fp8": 4e15, "fp4": 8e15},
+                            source="round numbers: ~2 PFLOP/s fp16 over ~8 TB/s; fp8 and fp4 double each step; "
+                                   "fp32 on CUDA cores about 30x lower")
