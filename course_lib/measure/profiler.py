@@ -1,13 +1,13 @@
 """Profiler evidence: run Nsight Compute on a small Python launch script and parse its metrics.
 
-``ncu_metrics(script, metrics, kernel_regex)`` runs
-``ncu --csv --clock-control none --print-units base --metrics ... python -c script``
+``ncu_metrics(target, metrics, kernel_regex)`` runs
+``ncu --csv --clock-control none --print-units base --metrics ... python -c <target's script>``
 and returns one ``KernelProfile`` per profiled launch. Clock control is off so
 profiled kernels run at the clocks the timed ones ran at. Where profiling is
 not possible (no ncu, or no permission to read the GPU's counters) it raises
 ``ProfilerUnavailable`` saying why; notebooks then show the recorded metrics.
 
-``attach_profiles`` runs a script that repeats an experiment's launches under ncu and
+``attach_profiles`` runs a target that repeats an experiment's launches under ncu and
 stores each launch's metrics in the matching case's ``extra["ncu"]`` (or the reason in
 ``extra["ncu_unavailable"]``); ``profiled_result`` picks the live metrics when there are
 some, else the recorded run's, saying why.
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from course_lib.core import progress
 from course_lib.core.runtime import REPO_ROOT
+from course_lib.measure.target import Target
 from course_lib.measure import experiments
 
 
@@ -94,9 +95,9 @@ _PERMISSION_HINT = ("the GPU's performance counters are not accessible to this u
                     "so the notebook shows the metrics recorded on the H200 instead")
 
 
-def ncu_metrics(script: str, metrics: list[str], kernel_regex: str | None = None,
+def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = None,
                 launch_count: int | None = None, timeout_s: int = 600) -> list[KernelProfile]:
-    """Profile every launch of ``python -c script`` whose kernel matches ``kernel_regex``."""
+    """Profile every launch of ``target`` (run in a child process) whose kernel matches ``kernel_regex``."""
     exe = ncu_path()
     if exe is None:
         raise ProfilerUnavailable("Nsight Compute (ncu) is not installed or not on PATH; "
@@ -106,7 +107,7 @@ def ncu_metrics(script: str, metrics: list[str], kernel_regex: str | None = None
         cmd += ["-k", f"regex:{kernel_regex}"]
     if launch_count:
         cmd += ["-c", str(launch_count)]
-    cmd += [sys.executable, "-c", script]
+    cmd += [sys.executable, "-c", target.script()]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
     progress.step(f"Nsight Compute: {len(metrics)} metrics per kernel (each kernel is replayed, so this takes a while)")
     try:
@@ -134,13 +135,13 @@ def command_line(metrics: list[str], kernel_regex: str | None = None) -> str:
     return f"ncu --csv --clock-control none --print-units base --metrics {','.join(metrics)}{k} python -c <script>"
 
 
-def attach_profiles(cases: list, script: str, metrics: list[str], kernel_regex: str,
+def attach_profiles(cases: list, target: Target, metrics: list[str], kernel_regex: str,
                     expected_kernels: list[str], timeout_s: int = 240) -> bool:
-    """Run ``script`` (it launches each case's kernel once, in case order) under ncu and store
+    """Run ``target`` (it launches each case's kernel once, in case order) under ncu and store
     each launch's metrics in the matching case's ``extra``. Never raises for a profiler that
     cannot run: the reason goes into ``extra["ncu_unavailable"]`` and the result is ``False``."""
     try:
-        profiles = ncu_metrics(script, metrics, kernel_regex, timeout_s=timeout_s)
+        profiles = ncu_metrics(target, metrics, kernel_regex, timeout_s=timeout_s)
         got = [p.function for p in profiles]
         if got != list(expected_kernels):
             raise ProfilerUnavailable(f"ncu profiled {got}, expected {list(expected_kernels)}")

@@ -1,28 +1,30 @@
 """compute-sanitizer over a launch in a child process: what a record keeps of its findings."""
 from __future__ import annotations
 
-from course_lib.measure import profiler
+import os
+import shutil
+import subprocess
+import sys
+
+from course_lib.core.runtime import REPO_ROOT
+from course_lib.measure.target import Target
 
 
-def racecheck_both(script_for) -> dict:
-    """racecheck's summary of ``script_for(True)`` and ``script_for(False)``: a kernel with the fence and without."""
-    return {label: sanitizer_summary(script_for(fence))
+def racecheck_both(target_for) -> dict:
+    """racecheck's summary of ``target_for(True)`` and ``target_for(False)``: a kernel with the fence and without."""
+    return {label: sanitizer_summary(target_for(fence))
             for label, fence in (("with the fence", True), ("without the fence", False))}
 
 
-def sanitizer_summary(script: str, tool: str = "racecheck", timeout_s: int = 300) -> dict:
-    """compute-sanitizer's ``tool`` over ``python -c script``: its command, exit status and the
+def sanitizer_summary(target: Target, tool: str = "racecheck", timeout_s: int = 300) -> dict:
+    """compute-sanitizer's ``tool`` over ``target`` in a child process: its command, exit status and the
     lines that say what it found (or why it could not run)."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-
+    script = target.script()
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         return {"unavailable": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
     cmd = [exe, "--tool", tool, "--print-limit", "4", sys.executable, "-c", script]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [profiler._repo_root(), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
