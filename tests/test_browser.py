@@ -158,7 +158,7 @@ def geometry_model(nb: LabNotebook, calc, after: str) -> None:
         except ValueError as exc:
             return error_expected(exc)
         w = lg.summarize(trace)
-        return {".course-grid-m": str(grid.grid_m), ".course-grid-n": str(grid.grid_n),
+        return {".course-grid-m": str(grid.tiles_m), ".course-grid-n": str(grid.tiles_n),
                 ".course-blocks": f"{grid.blocks:,}", ".course-pid-m": str(tile.pid_m),
                 ".course-pid-n": str(tile.pid_n), ".course-m0": str(tile.m0), ".course-n0": str(tile.n0),
                 ".course-loading": str(w.loading), ".course-masked": str(w.masked), ".course-idle": str(w.idle),

@@ -113,7 +113,7 @@ def test_block_order_record():
     c = r.cases[0]
     gm, gn = c.extra["grid"]
     g = lg.tile_grid(c.params["m"], c.params["n"], c.params["block_m"], c.params["block_n"])
-    assert (gm, gn) == (g.grid_m, g.grid_n)
+    assert (gm, gn) == (g.tiles_m, g.tiles_n)
     for run in c.extra["runs"]:
         assert sorted(run["ticket"]) == list(range(g.blocks))
         assert max(run["smid"]) < c.extra["sm_count"]

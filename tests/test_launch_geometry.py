@@ -11,7 +11,7 @@ from course_lib.widgets import occupancy as widgets_occupancy
 
 def test_lessons_tile_grid_is_1024_blocks():
     g = lg.tile_grid(4096, 4096, 128, 128)
-    assert (g.grid_m, g.grid_n, g.blocks) == (32, 32, 1024) and g.useful_fraction == 1.0
+    assert (g.tiles_m, g.tiles_n, g.blocks) == (32, 32, 1024) and g.tile_edge_efficiency == 1.0
 
 
 def test_pid_decoding():

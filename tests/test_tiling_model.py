@@ -9,7 +9,8 @@ from course_lib.core.hardware import SPECS
 from course_lib.exercises.gemm_ladder import check_tile_choice, check_tile_index, reg2d_owner
 from course_lib.labs import gemm_ladder as lab_gemm
 from course_lib.launch import gemm_bf16, gemm_fp32
-from course_lib.models import tiling
+from course_lib.models import occupancy, tiling
+from course_lib.models.launch_geometry import tile_grid
 from course_lib.widgets.gemm_ladder import tile_calculator
 
 H200 = SPECS["h200"]
@@ -33,8 +34,8 @@ def test_staging_and_accumulator_match_the_lesson():
 
 
 def test_tile_edge_efficiency_matches_the_lesson():
-    assert tiling.tile_edge_efficiency(129, 129, 128, 128) == pytest.approx(0.2539, abs=1e-4)
-    assert tiling.tile_edge_efficiency(4096, 4096, 128, 128) == 1.0
+    assert tile_grid(129, 129, 128, 128).tile_edge_efficiency == pytest.approx(0.2539, abs=1e-4)
+    assert tile_grid(4096, 4096, 128, 128).tile_edge_efficiency == 1.0
 
 
 def test_register_tile_intensity_and_shapes():
@@ -77,8 +78,8 @@ def test_tiles_that_do_not_fit_say_why():
 
 def test_the_course_kernels_residency_on_h200():
     # Step 9 (256 threads, ~220 registers): one block; the bf16 kernel (128 threads, 96 KiB): two.
-    assert tiling.resident_blocks_on(H200, 256, 219, 24832).resident_blocks == 1
-    assert tiling.resident_blocks_on(H200, 128, 251, 98304).resident_blocks == 2
+    assert occupancy.residency(occupancy.budget(H200), 256, 219, 24832).resident_blocks == 1
+    assert occupancy.residency(occupancy.budget(H200), 128, 251, 98304).resident_blocks == 2
 
 
 # --------------------------------------------------------------------------- the calculator

@@ -49,6 +49,7 @@ from course_lib.launch.pipeline import (
     family,
     require_bulk_copies,
     run_chase,
+    run_fence_gemm,
     run_race,
     run_specialized,
     run_stream,
@@ -67,6 +68,7 @@ from course_lib.measure.experiments import (
     require_passed,
 )
 from course_lib.measure.sanitizer import racecheck_both
+from course_lib.measure.target import Target
 from course_lib.models import occupancy, pipeline
 
 # --------------------------------------------------------------------------- pointer chasing
@@ -192,8 +194,7 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
                    "max_bytes_in_flight_per_sm": max_bytes_in_flight(kernel, b, s)})))
     wanted = [w for w in ({"kernel": k, "blocks_per_sm": b, "stages": s} for k, b, s in profiled) if w in variants]
     targets = [next(c for c in cases if c.params == w) for w in wanted]
-    script = f"from course_lib.labs import async_pipelines as lab_pipeline; lab_pipeline.profile_streaming({elements}, {wanted!r})"
-    profiler.attach_profiles(targets, script, STREAM_METRICS, r"^stream_", [w["kernel"] for w in wanted])
+    profiler.attach_profiles(targets, Target(profile_streaming, (elements, wanted)), STREAM_METRICS, r"^stream_", [w["kernel"] for w in wanted])
     return cases
 
 
@@ -277,8 +278,7 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
     wanted = [w for w in ({"stages": s, "copies": e, "blocks_per_sm": b} for s, e, b in profiled)
               if any(c.params == w for c in cases)]
     targets = [next(c for c in cases if c.params == w) for w in wanted]
-    script = f"from course_lib.labs import async_pipelines as lab_pipeline; lab_pipeline.profile_gemm_stages({n}, {wanted!r})"
-    profiler.attach_profiles(targets, script, GEMM_METRICS, f"^{GEMM_KERNEL}$", [GEMM_KERNEL] * len(wanted))
+    profiler.attach_profiles(targets, Target(profile_gemm_stages, (n, wanted)), GEMM_METRICS, f"^{GEMM_KERNEL}$", [GEMM_KERNEL] * len(wanted))
     return cases
 
 
@@ -417,7 +417,7 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
                            t, 2.0 * n ** 3, 6.0 * n * n, outcomes)
         if n == min(gemm_sizes):
             case.extra["racecheck"] = racecheck_both(
-                lambda fence: f"from course_lib.labs import async_pipelines as lab_pipeline; lab_pipeline.run_fence_gemm({sanitized_n}, {fence})")
+                lambda fence: Target(run_fence_gemm, (sanitized_n, fence)))
         cases.append(case)
     return cases
 
@@ -447,8 +447,7 @@ def race_cases(launches: list[list[int]], rounds: int, runs: int) -> list[Case]:
             case.extra["timed"] = "the kernel with the fence, with the host's allocation and check"
             if [threads, per_sm] == launches[0]:
                 case.extra["racecheck"] = racecheck_both(
-                    lambda fence: f"from course_lib.labs import async_pipelines as lab_pipeline; print('n=' + str("
-                                  f"lab_pipeline.run_race({kernel!r}, {threads}, {sms}, 8, {fence})))")
+                    lambda fence: Target(run_race, (kernel, threads, sms, 8, fence), print_prefix="n="))
             cases.append(case)
     return cases
 

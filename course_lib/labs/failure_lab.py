@@ -20,6 +20,7 @@ from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from course_lib.measure.profiler import attach_profiles
 from course_lib.measure.sanitizer import sanitizer_summary
+from course_lib.measure.target import Target
 from course_lib.models.failures import Failure, demonstrated
 
 AS_GIVEN = "the mystery as given"
@@ -104,11 +105,6 @@ def overrun(label: str, rows: int, cols: int) -> dict:
             "written_past_the_end": int((out[rows * cols:] != 12345.0).sum())}
 
 
-def _transpose_script(label: str) -> str:
-    return ("from course_lib.labs import failure_lab as lab_failures; lab_failures.run_transpose("
-            f"{label!r}, 256, 256)")
-
-
 def run_transpose(label: str, rows: int, cols: int) -> None:
     """Notebook 05's transpose exercise (solution or a wrong variant) once: what racecheck runs."""
     import cupy
@@ -124,11 +120,6 @@ def run_transpose(label: str, rows: int, cols: int) -> None:
     fn(((cols + 31) // 32, (rows + 31) // 32), (32, 8), (out, a, np.int32(rows), np.int32(cols)))
     cupy.cuda.Device().synchronize()
     print(f"n={rows}x{cols} transpose {label}: max error {float(cupy.abs(out - a.T.ravel()).max()):.3g}")
-
-
-def _profile_script(rows: int, cols: int, labels: list[str]) -> str:
-    return ("from course_lib import lab_failures as lf\n"
-            f"lf.launch_each({rows}, {cols}, {labels!r})")
 
 
 def launch_each(rows: int, cols: int, labels: list[str]) -> None:
@@ -196,12 +187,12 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
     sr, sc = sanitize_shape
     for label in (AS_GIVEN, NO_GUARD, SOLUTION):
         by_label[label].extra["memcheck"] = sanitizer_summary(
-            f"from course_lib.labs import failure_lab as lab_failures; lab_failures.run_exact({label!r}, {sr}, {sc})", "memcheck")
+            Target(run_exact, (label, sr, sc)), "memcheck")
     by_label[SOLUTION].extra["racecheck of notebook 05's transpose"] = {
-        label: sanitizer_summary(_transpose_script(label), "racecheck") for label in ("solution", "no barrier")}
+        label: sanitizer_summary(Target(run_transpose, (label, 256, 256)), "racecheck") for label in ("solution", "no barrier")}
 
     profiled = cases[:len(labels)] + cases[len(labels) + 1:]
-    attach_profiles(profiled, _profile_script(rows, cols, labels), NCU_METRICS, "rms_norm|rmsnorm_one_pass|copy_vec4",
+    attach_profiles(profiled, Target(launch_each, (rows, cols, labels)), NCU_METRICS, "rms_norm|rmsnorm_one_pass|copy_vec4",
                     ["rms_norm"] * len(labels) + ["rmsnorm_one_pass", "copy_vec4"])
     return cases
 

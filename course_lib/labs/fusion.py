@@ -73,6 +73,7 @@ from course_lib.measure.experiments import (
     require_passed,
 )
 from course_lib.measure.profiler import kernels_launched
+from course_lib.measure.target import Target
 from course_lib.models import fusion, occupancy
 
 FP32_BYTES = 4
@@ -129,10 +130,10 @@ def profile_chain(k: int, fmas: int, elements: int) -> None:
 def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int) -> None:
     """ncu's DRAM bytes, summed over each plan's launches, beside the ledger's prediction."""
 
-    script = f"from course_lib.labs import fusion as lab_fusion; lab_fusion.profile_chain({k}, {fmas}, {elements})"
+    target = Target(profile_chain, (k, fmas, elements))
     expected = [f"op_{i}" for i in range(1, k + 1)] + ["fused_chain"]
     try:
-        profiles = profiler.ncu_metrics(script, DRAM_METRICS, r"^(op_\d+|fused_chain)$")
+        profiles = profiler.ncu_metrics(target, DRAM_METRICS, r"^(op_\d+|fused_chain)$")
         if [p.function for p in profiles] != expected:
             raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {expected}")
     except profiler.ProfilerUnavailable as exc:
@@ -370,9 +371,9 @@ def _attach_row_profile(one: Case, two: Case, op: str, n: int, elements: int) ->
     names = {"softmax": ["softmax_one_pass", "softmax_row_stats", "softmax_normalize"],
              "rmsnorm": ["rmsnorm_one_pass", "rmsnorm_row_stats", "rmsnorm_normalize"]}[op]
     regex = "^(" + "|".join(names) + ")$"
-    script = f"from course_lib.labs import fusion as lab_fusion; lab_fusion.profile_rows({op!r}, {n}, {elements})"
+    target = Target(profile_rows, (op, n, elements))
     try:
-        profiles = profiler.ncu_metrics(script, SPILL_METRICS, regex)
+        profiles = profiler.ncu_metrics(target, SPILL_METRICS, regex)
         if [p.function for p in profiles] != names:
             raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {names}")
     except profiler.ProfilerUnavailable as exc:

@@ -44,6 +44,7 @@ from course_lib.measure.experiments import (
     kernel_launch_record,
     require_passed,
 )
+from course_lib.measure.target import Target
 from course_lib.models import occupancy, tiling
 
 
@@ -490,8 +491,7 @@ def profile(n: int, kernels: list[str], bf16: list[list], samples: int) -> list[
         cases.append(require_passed(Case(
             f"{label}, n={size}", v, f"{BF16 if bf else FP32}.{v['kernel']}", list(t.samples_s), 2.0 * size ** 3,
             3.0 * bytes_per * size * size, check, launch, extra={"element_bytes": bytes_per, "n": size})))
-    script = f"from course_lib.labs import gemm_profile as lab_gemm_profile; lab_gemm_profile.profile_launches({variants!r})"
-    profiler.attach_profiles(cases, script, METRICS, "^(sgemm_.*|bf16_gemm_mma)$",
+    profiler.attach_profiles(cases, Target(profile_launches, (variants,)), METRICS, "^(sgemm_.*|bf16_gemm_mma)$",
                              [v["kernel"] for v in variants], timeout_s=480)
     return cases
 

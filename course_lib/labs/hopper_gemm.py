@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from course_lib.core import cuda, runtime
 from course_lib.core.cuda import defines_to_options, macros
 from course_lib.core.hardware import detect, spec
+from course_lib.core.runtime import REPO_ROOT
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch.gemm_bf16 import encode_tensor_map
 from course_lib.launch.operands import (
@@ -27,6 +28,7 @@ from course_lib.measure import experiments, profiler
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from course_lib.measure.sanitizer import sanitizer_summary
+from course_lib.measure.target import Target
 from course_lib.measure.smoke import covers
 from course_lib.models import occupancy, roofline
 
@@ -489,12 +491,16 @@ PROFILE_METRICS = [TENSOR_PIPE, "sm__inst_executed_pipe_tensor_op_gmma.sum", "sm
 CUBLAS_AND_RUNGS = r"hgemm_|nvjet|gemm|xmma"
 
 
-def _profile_script(m: int, n: int, k: int) -> str:
+def profile_launches(m: int, n: int, k: int) -> None:
     """Each rung once, then cuBLAS once, on the same operands: what ncu profiles."""
-    return (f"import cupy, torch\nfrom course_lib import lab_hopper as hg\n"
-            f"a, b, ta, tb = hg._operands({m}, {n}, {k}, 51)\n"
-            f"for r in hg.RUNGS:\n    hg.run(r, a, b, hg._nan_output({m}, {n}))\n"
-            f"torch.mm(ta, tb.t())\ncupy.cuda.Device().synchronize()\n")
+    import cupy
+    import torch
+
+    a, b, ta, tb = _operands(m, n, k, 51)
+    for r in RUNGS:
+        run(r, a, b, _nan_output(m, n))
+    torch.mm(ta, tb.t())
+    cupy.cuda.Device().synchronize()
 
 
 @experiment("hopper.profile",
@@ -518,7 +524,7 @@ def profile(shape: list[int], samples: int) -> list[Case]:
             f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
             check, _launch(r, m, n))))
     try:
-        profiles = profiler.ncu_metrics(_profile_script(m, n, k), PROFILE_METRICS, CUBLAS_AND_RUNGS)
+        profiles = profiler.ncu_metrics(Target(profile_launches, (m, n, k)), PROFILE_METRICS, CUBLAS_AND_RUNGS)
         ours = [p for p in profiles if p.function.startswith("hgemm_")]
         theirs = [p for p in profiles if not p.function.startswith("hgemm_")]
         if [p.function for p in ours] != RUNG_KERNELS:
@@ -571,6 +577,33 @@ def _driver_message() -> str:
     return "loaded (unexpected)"
 
 
+def release_before_wait_launch() -> None:
+    """Rung 5 releasing each slot before waiting for its wgmmas, launched once: what racecheck runs."""
+    import cupy
+
+    a, b, _, _ = _operands(256, 512, 320, 71)
+    run("hgemm_5_persistent", a, b, _nan_output(256, 512), {"HG_RELEASE_BEFORE_WAIT": 1})
+    cupy.cuda.Device().synchronize()
+
+
+def stuck_slot_launch() -> None:
+    """Rung 5 expecting 16 bytes more per slot than the TMA brings, launched once: what the child
+    process of ``_wrong_byte_count`` runs. It prints how long the launch took to fail and why."""
+    import time
+
+    import cupy
+
+    a, b, _, _ = _operands(256, 512, 320, 81)
+    c = _nan_output(256, 512)
+    kernel_function("hgemm_5_persistent", ("-DHG_EXTRA_EXPECT_BYTES=16",))
+    t = time.perf_counter()
+    try:
+        run("hgemm_5_persistent", a, b, c, {"HG_EXTRA_EXPECT_BYTES": 16})
+        cupy.cuda.Device().synchronize()
+    except Exception as exc:  # noqa: BLE001  (the trap's error is the finding)
+        print(f"after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}")
+
+
 def _wrong_byte_count(timeout_s: int = 120) -> dict:
     """Rung 5 told to expect 16 bytes more per slot than the TMA brings: no slot ever fills. Run in a
     child process (a trap ends the CUDA context it happens in): how long until the launch fails, and
@@ -579,13 +612,8 @@ def _wrong_byte_count(timeout_s: int = 120) -> dict:
     import sys
     import time
 
-    script = ("from course_lib import lab_hopper as hg; import cupy\n"
-              "a, b, _, _ = hg._operands(256, 512, 320, 81); c = hg._nan_output(256, 512)\n"
-              "hg.kernel_function('hgemm_5_persistent', ('-DHG_EXTRA_EXPECT_BYTES=16',))\n"
-              "import time; t = time.perf_counter()\n"
-              "try:\n    hg.run('hgemm_5_persistent', a, b, c, {'HG_EXTRA_EXPECT_BYTES': 16}); cupy.cuda.Device().synchronize()\n"
-              "except Exception as exc:\n    print(f'after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}')\n")
-    env = {**__import__("os").environ, "PYTHONPATH": profiler._repo_root()}
+    script = Target(stuck_slot_launch).script()
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO_ROOT)}
     start = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -645,10 +673,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
         "driver_loading_sm_100a": _driver_message(),
         "sass": _sass_summary(),
         "wrong_byte_count": _wrong_byte_count(),
-        "racecheck_release_before_wait": sanitizer_summary(
-            "from course_lib import lab_hopper as hg; import cupy\n"
-            "a, b, _, _ = hg._operands(256, 512, 320, 71); c = hg._nan_output(256, 512)\n"
-            "hg.run('hgemm_5_persistent', a, b, c, {'HG_RELEASE_BEFORE_WAIT': 1}); cupy.cuda.Device().synchronize()"),
+        "racecheck_release_before_wait": sanitizer_summary(Target(release_before_wait_launch)),
     }
     return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
                                 list(t.samples_s), *gemm_work(m, n, k), check,

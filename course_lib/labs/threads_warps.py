@@ -56,7 +56,7 @@ def _owner_reference(grid: lg.TileGrid):
 
     rows = cupy.arange(grid.m, dtype=cupy.int32)[:, None] // grid.block_m
     cols = cupy.arange(grid.n, dtype=cupy.int32)[None, :] // grid.block_n
-    return rows * grid.grid_n + cols
+    return rows * grid.tiles_n + cols
 
 
 @experiment("warps.block_order",
@@ -86,11 +86,11 @@ def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launch
                   float(bad), 0.0).to_json()
     t = benchmark(lambda: fn(g, blk, args), samples)
     info = detect()
-    name = f"{grid.blocks} blocks ({grid.grid_m}×{grid.grid_n}) of {block_m}×{block_n} tiles, {m}×{n} output"
+    name = f"{grid.blocks} blocks ({grid.tiles_m}×{grid.tiles_n}) of {block_m}×{block_n} tiles, {m}×{n} output"
     return [require_passed(Case(
         name, {"m": m, "n": n, "block_m": block_m, "block_n": block_n}, "warps.tile_owner_order",
         list(t.samples_s), 0, 4.0 * m * n, check, kernel_launch_record(g, blk, "warps", "tile_owner_order"),
-        extra={"grid": [grid.grid_m, grid.grid_n], "sm_count": info.sm_count, "spin_ns": spin_ns,
+        extra={"grid": [grid.tiles_m, grid.tiles_n], "sm_count": info.sm_count, "spin_ns": spin_ns,
                "runs": runs}))]
 
 

@@ -38,6 +38,7 @@ from course_lib.measure.experiments import (
 )
 from course_lib.measure.profiler import kernels_launched
 from course_lib.measure.smoke import covers
+from course_lib.measure.target import Target
 from course_lib.models import waves
 
 SCHEDULED = {"TC_SCHEDULED": 1}
@@ -191,8 +192,7 @@ def profile_launches(m: int, k: int, ns: list[int]) -> None:
 def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int, profiled_ns: list[int]) -> list[Case]:
     cases = _pair_cases([(m, n, k) for n in range(n_first, n_last + 1, n_step)], samples, "n_sweep")
     chosen = [c for c in cases if c.params["kernel"] == "course" and c.params["n_sweep"] in profiled_ns]
-    script = f"from course_lib.labs import waves as lab_waves; lab_waves.profile_launches({m}, {k}, {[c.params['n_sweep'] for c in chosen]})"
-    profiler.attach_profiles(chosen, script, WAVE_METRICS, f"^{KERNEL}$", [KERNEL] * len(chosen))
+    profiler.attach_profiles(chosen, Target(profile_launches, (m, k, [c.params['n_sweep'] for c in chosen])), WAVE_METRICS, f"^{KERNEL}$", [KERNEL] * len(chosen))
     return cases
 
 

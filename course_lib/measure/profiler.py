@@ -108,7 +108,7 @@ def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = N
     if launch_count:
         cmd += ["-c", str(launch_count)]
     cmd += [sys.executable, "-c", target.script()]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
     progress.step(f"Nsight Compute: {len(metrics)} metrics per kernel (each kernel is replayed, so this takes a while)")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
@@ -123,10 +123,6 @@ def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = N
         raise ProfilerUnavailable(f"ncu exited with {proc.returncode} and profiled "
                                   f"{len(profiles)} kernels:\n{tail}")
     return profiles
-
-
-def _repo_root() -> str:
-    return str(REPO_ROOT)
 
 
 def command_line(metrics: list[str], kernel_regex: str | None = None) -> str:

@@ -14,14 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from course_lib.core.validate import whole_number, whole_numbers
+
 WARP_SIZE = 32
 SECTOR_BYTES = 32
-
-
-def _positive(**values: int) -> None:
-    for name, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive whole number, got {v!r}")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -30,38 +26,68 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class TileGrid:
-    """A grid of blocks, each owning one BM × BN tile of an M × N output."""
+    """The blocks a B_M × B_N tile schedule launches for an M × N output (split-K S ways): the grid
+    of notebook 02 and the tiles of notebook 07's wave model, one value."""
 
     m: int
     n: int
     block_m: int
     block_n: int
+    split_k: int = 1
 
     @property
-    def grid_m(self) -> int:
+    def tiles_m(self) -> int:
         return cdiv(self.m, self.block_m)
 
     @property
-    def grid_n(self) -> int:
+    def tiles_n(self) -> int:
         return cdiv(self.n, self.block_n)
 
     @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    @property
     def blocks(self) -> int:
-        return self.grid_m * self.grid_n
+        """Each tile's reduction is cut into ``split_k`` slices, one block each."""
+        return self.tiles * self.split_k
+
+    @property
+    def issued_m(self) -> int:
+        return self.tiles_m * self.block_m
+
+    @property
+    def issued_n(self) -> int:
+        return self.tiles_n * self.block_n
 
     @property
     def issued_elements(self) -> int:
         """Elements the tiles cover, edges included: the work a fixed-size tile schedule issues."""
-        return self.blocks * self.block_m * self.block_n
+        return self.issued_m * self.issued_n
 
     @property
-    def useful_fraction(self) -> float:
-        return self.m * self.n / self.issued_elements
+    def tile_edge_efficiency(self) -> float:
+        """M·N over the area the tiles cover: the share of issued tile work that lands in C."""
+        return self.m * self.n / (self.issued_m * self.issued_n)
+
+    def useful_flop(self, k: int) -> int:
+        """2·M·N·K: the multiply-adds the product needs (one counts 2)."""
+        return 2 * self.m * self.n * whole_number("K", k)
+
+    def issued_flop(self, k: int) -> int:
+        """The multiply-adds the tiles execute, padding included (split-K cuts K, adds none)."""
+        return 2 * self.issued_m * self.issued_n * whole_number("K", k)
+
+    def tile_extent(self, row: int, col: int) -> tuple[int, int]:
+        """Rows and columns of tile (row, col) that fall inside M × N; the rest is padding."""
+        if not (0 <= row < self.tiles_m and 0 <= col < self.tiles_n):
+            raise ValueError(f"tile ({row}, {col}) is outside the {self.tiles_m} × {self.tiles_n} tile grid")
+        return (min(self.block_m, self.m - row * self.block_m), min(self.block_n, self.n - col * self.block_n))
 
 
-def tile_grid(m: int, n: int, block_m: int, block_n: int) -> TileGrid:
-    _positive(M=m, N=n, BM=block_m, BN=block_n)
-    return TileGrid(m, n, block_m, block_n)
+def tile_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> TileGrid:
+    return TileGrid(whole_number("M", m), whole_number("N", n), whole_number("BM", block_m), whole_number("BN", block_n),
+                    whole_number("split-K", split_k, "1 for none, 2, 3, …"))
 
 
 @dataclass(frozen=True)
@@ -90,8 +116,8 @@ class ProgramTile:
 def program_tile(grid: TileGrid, pid: int) -> ProgramTile:
     if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < grid.blocks:
         raise ValueError(f"program id must be between 0 and {grid.blocks - 1} for a "
-                         f"{grid.grid_m} × {grid.grid_n} grid, got {pid!r}")
-    pid_m, pid_n = divmod(pid, grid.grid_n)
+                         f"{grid.tiles_m} × {grid.tiles_n} grid, got {pid!r}")
+    pid_m, pid_n = divmod(pid, grid.tiles_n)
     m0, n0 = pid_m * grid.block_m, pid_n * grid.block_n
     return ProgramTile(pid, pid_m, pid_n, m0, n0, min(grid.block_m, grid.m - m0), min(grid.block_n, grid.n - n0),
                        grid.block_m, grid.block_n)
@@ -101,7 +127,7 @@ def owner_of(grid: TileGrid, row: int, col: int) -> int:
     """The program id whose tile holds C[row, col]."""
     if not (0 <= row < grid.m and 0 <= col < grid.n):
         raise ValueError(f"C[{row}, {col}] is outside the {grid.m} × {grid.n} output")
-    return (row // grid.block_m) * grid.grid_n + col // grid.block_n
+    return (row // grid.block_m) * grid.tiles_n + col // grid.block_n
 
 
 @dataclass(frozen=True)
@@ -135,7 +161,7 @@ def tile_load_trace(rows: int, cols: int, tile_rows: int, tile_cols: int, row0: 
     Threads walk the tile in row-major order: in pass ``p`` thread ``t`` takes element
     ``p · threads_per_block + t``, i.e. local row ``e // tile_cols``, local column ``e % tile_cols``.
     """
-    _positive(rows=rows, cols=cols, tile_rows=tile_rows, tile_cols=tile_cols, threads_per_block=threads_per_block,
+    whole_numbers(rows=rows, cols=cols, tile_rows=tile_rows, tile_cols=tile_cols, threads_per_block=threads_per_block,
               element_bytes=element_bytes)
     for name, v in (("row0", row0), ("col0", col0), ("warp", warp), ("pass", pass_index)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -163,7 +189,7 @@ def operand_trace(operand: str, m: int, n: int, k: int, block_m: int, block_n: i
                   pass_index: int = 0, element_bytes: int = 4) -> tuple[ProgramTile, list[LaneAccess]]:
     """What warp ``warp`` of block ``pid`` loads of operand ``"A"`` (M × K) or ``"B"`` (K × N) in
     reduction stage ``stage`` (k0 = stage · BK)."""
-    _positive(K=k, BK=block_k)
+    whole_numbers(K=k, BK=block_k)
     grid = tile_grid(m, n, block_m, block_n)
     tile = program_tile(grid, pid)
     stages = cdiv(k, block_k)
@@ -237,7 +263,7 @@ def divergence_factor(mode: DivergenceMode | str, warps: int = 1024) -> float:
     """Predicted time relative to every lane taking one path, when the SM is issue-bound: the work a
     warp issues is one pass per distinct path it holds, whatever the fraction of lanes on each."""
     m = DIVERGENCE_MODES[mode] if isinstance(mode, str) else mode
-    _positive(warps=warps)
+    whole_numbers(warps=warps)
     return sum(paths_per_warp(m, w) for w in range(warps)) / warps
 
 

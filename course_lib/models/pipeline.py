@@ -33,22 +33,15 @@ Pure functions, no GPU: every number here is analytic.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 from course_lib.core.hardware import GpuSpec, gpu_spec
-from course_lib.core.validate import whole_number
+from course_lib.core.validate import positive, whole_number
 from course_lib.models import occupancy, tiling
 
 UNITS = ("load", "compute", "store")
 # Ratios this close to a whole number count as whole, so typed decimals (0.3 µs) do not tip a stage over.
 _REL = 1e-9
-
-
-def _positive(name: str, value, unit: str = "s") -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number ({unit}), got {value!r}")
-    return float(value)
 
 
 def _ceil(x: float) -> int:
@@ -153,8 +146,8 @@ def schedule_times(load_s: float, compute_s: float, store_s: float, iterations: 
     issuing a load to its tile landing. Times in seconds (any one unit works: they are only added and
     compared). ``stages`` = 1 is the synchronous loop, so both schedules are then the same.
     """
-    l, c, s = _positive("load time", load_s), _positive("compute time", compute_s), _positive("store time", store_s)
-    L = l if latency_s is None else _positive("load latency", latency_s)
+    l, c, s = positive("load time", load_s), positive("compute time", compute_s), positive("store time", store_s)
+    L = l if latency_s is None else positive("load latency", latency_s)
     if L < l:
         raise ValueError(f"load latency must be at least the load time ({l!r} s): a tile cannot land before "
                          f"its bytes are transferred, got {latency_s!r}")
@@ -166,7 +159,7 @@ def schedule_times(load_s: float, compute_s: float, store_s: float, iterations: 
 
 def bytes_in_flight(bandwidth_bytes_per_s: float, latency_s: float) -> float:
     """Bandwidth × latency: the bytes that must be on their way at every instant to sustain the bandwidth."""
-    return _positive("bandwidth", bandwidth_bytes_per_s, "bytes/s") * _positive("latency", latency_s)
+    return positive("bandwidth", bandwidth_bytes_per_s, "bytes/s") * positive("latency", latency_s)
 
 
 def bytes_in_flight_per_sm(gpu: GpuSpec | str, latency_s: float, bandwidth_bytes_per_s: float | None = None) -> float:
@@ -179,7 +172,7 @@ def bytes_in_flight_per_sm(gpu: GpuSpec | str, latency_s: float, bandwidth_bytes
 def stages_to_cover(latency_s: float, compute_s_per_stage: float) -> int:
     """The fewest stages S ≥ 2 with (S − 1) · compute ≥ latency: while one stage computes, the other
     S − 1 loads are in flight, and their math must last as long as a load takes to land."""
-    L, c = _positive("latency", latency_s), _positive("compute time per stage", compute_s_per_stage)
+    L, c = positive("latency", latency_s), positive("compute time per stage", compute_s_per_stage)
     return max(2, _ceil(L / c) + 1)
 
 
@@ -189,7 +182,7 @@ def stage_smem_bytes(block_m: int, block_n: int, block_k: int, bytes_per_element
     """Shared memory of one stage: a B_M × B_K tile of A and a B_K × B_N tile of B, in whole bytes."""
     for name, v in (("B_M", block_m), ("B_N", block_n), ("B_K", block_k)):
         whole_number(name, v)
-    b = _positive("bytes per element", bytes_per_element, "bytes")
+    b = positive("bytes per element", bytes_per_element, "bytes")
     return math.ceil(tiling.stage_bytes(block_m, block_n, block_k, b))
 
 

@@ -10,37 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, GpuSpec
-
-
-def _positive(**values: float) -> None:
-    for name, v in values.items():
-        if not (v > 0):  # also rejects NaN
-            raise ValueError(f"{name} must be positive, got {v!r}")
-
-
-def _non_negative(**values: float) -> None:
-    for name, v in values.items():
-        if not (v >= 0):
-            raise ValueError(f"{name} must be zero or positive, got {v!r}")
+from course_lib.core.validate import non_negatives, positives
 
 
 def arithmetic_intensity(flop: float, bytes_moved: float) -> float:
     """Useful FLOPs per byte moved through the chosen memory boundary."""
-    _non_negative(flop=flop)
-    _positive(bytes_moved=bytes_moved)
+    non_negatives(flop=flop)
+    positives(bytes_moved=bytes_moved)
     return flop / bytes_moved
 
 
 def ridge_point(peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> float:
     """The intensity where the memory roof meets the compute roof, in FLOP/byte."""
-    _positive(peak_flop_per_s=peak_flop_per_s, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
+    positives(peak_flop_per_s=peak_flop_per_s, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
     return peak_flop_per_s / bandwidth_bytes_per_s
 
 
 def attainable_flop_per_s(intensity: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> float:
     """min(C_peak, B_peak * I): the highest rate the two roofs allow."""
-    _non_negative(intensity=intensity)
-    _positive(peak_flop_per_s=peak_flop_per_s, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
+    non_negatives(intensity=intensity)
+    positives(peak_flop_per_s=peak_flop_per_s, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
     return min(peak_flop_per_s, bandwidth_bytes_per_s * intensity)
 
 
@@ -67,8 +56,8 @@ class RooflineBound:
 
 def time_lower_bound(flop: float, bytes_moved: float, peak_flop_per_s: float,
                      bandwidth_bytes_per_s: float) -> RooflineBound:
-    _non_negative(flop=flop)
-    _positive(bytes_moved=bytes_moved, peak_flop_per_s=peak_flop_per_s,
+    non_negatives(flop=flop)
+    positives(bytes_moved=bytes_moved, peak_flop_per_s=peak_flop_per_s,
               bandwidth_bytes_per_s=bandwidth_bytes_per_s)
     return RooflineBound(flop, bytes_moved, flop / peak_flop_per_s, bytes_moved / bandwidth_bytes_per_s)
 
@@ -87,7 +76,7 @@ def gemm_compulsory_bytes(m: int, n: int, k: int, bytes_a: float, bytes_b: float
     gemm_flop(m, n, k)
     bytes_b = bytes_a if bytes_b is None else bytes_b
     bytes_c = bytes_a if bytes_c is None else bytes_c
-    _positive(bytes_a=bytes_a, bytes_b=bytes_b, bytes_c=bytes_c)
+    positives(bytes_a=bytes_a, bytes_b=bytes_b, bytes_c=bytes_c)
     return bytes_a * m * k + bytes_b * k * n + bytes_c * m * n
 
 
@@ -99,7 +88,7 @@ def gemm_intensity(m: int, n: int, k: int, bytes_per_element: float) -> float:
 def square_gemm_crossover_n(peak_flop_per_s: float, bandwidth_bytes_per_s: float,
                             bytes_per_element: float) -> float:
     """The N where 2N³/C equals 3N²b/B, i.e. N = 3·b·C / (2·B): below it, memory binds."""
-    _positive(bytes_per_element=bytes_per_element)
+    positives(bytes_per_element=bytes_per_element)
     return 3.0 * bytes_per_element * ridge_point(peak_flop_per_s, bandwidth_bytes_per_s) / 2.0
 
 

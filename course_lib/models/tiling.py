@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, KIB, GpuSpec
+from course_lib.core.validate import positives
 from course_lib.models import occupancy
 
 ACCUMULATOR_BYTES = 4            # fp32 accumulators, whatever the input dtype
@@ -27,12 +28,6 @@ REGISTER_OVERHEAD_ESTIMATE = 32
 TILE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
-def _positive(**values) -> None:
-    for name, v in values.items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-            raise ValueError(f"{name} must be a positive number; got {v!r}")
-
-
 def _bytes_per_element(dtype: str) -> float:
     if dtype not in TILE_DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {', '.join(TILE_DTYPES)}")
@@ -43,37 +38,37 @@ def _bytes_per_element(dtype: str) -> float:
 
 def stage_flop(block_m: int, block_n: int, block_k: int) -> int:
     """FLOPs of one reduction stage of a B_M x B_N tile (a multiply-add counts 2)."""
-    _positive(block_m=block_m, block_n=block_n, block_k=block_k)
+    positives(block_m=block_m, block_n=block_n, block_k=block_k)
     return 2 * block_m * block_n * block_k
 
 
 def stage_bytes(block_m: int, block_n: int, block_k: int, bytes_per_element: float) -> float:
     """Input bytes one stage brings in: a B_M x B_K slice of A and a B_K x B_N slice of B."""
-    _positive(block_m=block_m, block_n=block_n, block_k=block_k, bytes_per_element=bytes_per_element)
+    positives(block_m=block_m, block_n=block_n, block_k=block_k, bytes_per_element=bytes_per_element)
     return bytes_per_element * block_k * (block_m + block_n)
 
 
 def stage_intensity(block_m: int, block_n: int, bytes_per_element: float) -> float:
     """FLOP per input byte of a stage: 2·B_M·B_N / (b·(B_M + B_N)); B_K cancels."""
-    _positive(block_m=block_m, block_n=block_n, bytes_per_element=bytes_per_element)
+    positives(block_m=block_m, block_n=block_n, bytes_per_element=bytes_per_element)
     return 2 * block_m * block_n / (bytes_per_element * (block_m + block_n))
 
 
 def staging_bytes(block_m: int, block_n: int, block_k: int, bytes_per_element: float, stages: int) -> float:
     """Shared memory for `stages` buffered stages of A and B slices."""
-    _positive(stages=stages)
+    positives(stages=stages)
     return stages * stage_bytes(block_m, block_n, block_k, bytes_per_element)
 
 
 def accumulator_bytes(block_m: int, block_n: int, bytes_per_accumulator: int = ACCUMULATOR_BYTES) -> int:
     """The block's output tile in fp32: it lives spread over the threads' registers."""
-    _positive(block_m=block_m, block_n=block_n)
+    positives(block_m=block_m, block_n=block_n)
     return block_m * block_n * bytes_per_accumulator
 
 
 def thread_tile_shape(outputs_per_thread: int) -> tuple[int, int]:
     """The most nearly square T_M x T_N (T_M >= T_N) with T_M·T_N = outputs per thread."""
-    _positive(outputs_per_thread=outputs_per_thread)
+    positives(outputs_per_thread=outputs_per_thread)
     if int(outputs_per_thread) != outputs_per_thread:
         raise ValueError(f"outputs per thread must be a whole number; got {outputs_per_thread}")
     n = int(math.isqrt(outputs_per_thread))
@@ -84,26 +79,9 @@ def thread_tile_shape(outputs_per_thread: int) -> tuple[int, int]:
 
 def register_tile_intensity(thread_m: int, thread_n: int, bytes_per_element: float) -> float:
     """FLOP per shared-memory byte a thread reads: 2·T_M·T_N / (b·(T_M + T_N))."""
-    _positive(thread_m=thread_m, thread_n=thread_n, bytes_per_element=bytes_per_element)
+    positives(thread_m=thread_m, thread_n=thread_n, bytes_per_element=bytes_per_element)
     return 2 * thread_m * thread_n / (bytes_per_element * (thread_m + thread_n))
 
-
-def tile_edge_efficiency(m: int, n: int, block_m: int, block_n: int) -> float:
-    """Useful fraction of the issued output tiles: M·N / (ceil(M/B_M)·B_M · ceil(N/B_N)·B_N)."""
-    _positive(m=m, n=n, block_m=block_m, block_n=block_n)
-    return m * n / (math.ceil(m / block_m) * block_m * math.ceil(n / block_n) * block_n)
-
-
-# --------------------------------------------------------------------------- residency
-
-def resident_blocks_on(gpu: GpuSpec, threads_per_block: int, registers_per_thread: int,
-                       smem_per_block_bytes: float) -> occupancy.Residency:
-    """Resident blocks per SM, from the course's occupancy model (allocation granularity included).
-
-    Raises ValueError, saying which resource, when not even one block can launch.
-    """
-    return occupancy.residency(occupancy.budget(gpu), threads_per_block, registers_per_thread,
-                               int(math.ceil(smem_per_block_bytes)))
 
 
 # --------------------------------------------------------------------------- the whole tile
@@ -181,7 +159,7 @@ def tile_estimate(block_m: int, block_n: int, block_k: int, stages: int, dtype: 
     residency = None
     if not problems:
         try:
-            residency = resident_blocks_on(gpu, threads, regs, smem)
+            residency = occupancy.residency(occupancy.budget(gpu), threads, regs, int(math.ceil(smem)))
         except ValueError as exc:
             problems.append(f"not even one block fits on an SM: {exc}")
         else:

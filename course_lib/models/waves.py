@@ -22,69 +22,9 @@ from dataclasses import dataclass
 from course_lib.core.hardware import GpuSpec
 from course_lib.core.validate import whole_number
 from course_lib.models import occupancy
-from course_lib.models.launch_geometry import cdiv
+from course_lib.models.launch_geometry import TileGrid, cdiv, tile_grid
 
 # --------------------------------------------------------------------------- tile-edge quantization
-
-@dataclass(frozen=True)
-class TileGrid:
-    """The blocks a B_M × B_N tile schedule launches for an M × N output, split-K S ways."""
-
-    m: int
-    n: int
-    block_m: int
-    block_n: int
-    split_k: int = 1
-
-    @property
-    def tiles_m(self) -> int:
-        return cdiv(self.m, self.block_m)
-
-    @property
-    def tiles_n(self) -> int:
-        return cdiv(self.n, self.block_n)
-
-    @property
-    def tiles(self) -> int:
-        return self.tiles_m * self.tiles_n
-
-    @property
-    def blocks(self) -> int:
-        """Each tile's reduction is cut into ``split_k`` slices, one block each."""
-        return self.tiles * self.split_k
-
-    @property
-    def issued_m(self) -> int:
-        return self.tiles_m * self.block_m
-
-    @property
-    def issued_n(self) -> int:
-        return self.tiles_n * self.block_n
-
-    @property
-    def tile_edge_efficiency(self) -> float:
-        """M·N over the area the tiles cover: the share of issued tile work that lands in C."""
-        return self.m * self.n / (self.issued_m * self.issued_n)
-
-    def useful_flop(self, k: int) -> int:
-        """2·M·N·K: the multiply-adds the product needs (one counts 2)."""
-        return 2 * self.m * self.n * whole_number("K", k)
-
-    def issued_flop(self, k: int) -> int:
-        """The multiply-adds the tiles execute, padding included (split-K cuts K, adds none)."""
-        return 2 * self.issued_m * self.issued_n * whole_number("K", k)
-
-    def tile_extent(self, row: int, col: int) -> tuple[int, int]:
-        """Rows and columns of tile (row, col) that fall inside M × N; the rest is padding."""
-        if not (0 <= row < self.tiles_m and 0 <= col < self.tiles_n):
-            raise ValueError(f"tile ({row}, {col}) is outside the {self.tiles_m} × {self.tiles_n} tile grid")
-        return (min(self.block_m, self.m - row * self.block_m), min(self.block_n, self.n - col * self.block_n))
-
-
-def tile_grid(m: int, n: int, block_m: int, block_n: int, split_k: int = 1) -> TileGrid:
-    return TileGrid(whole_number("M", m), whole_number("N", n), whole_number("BM", block_m), whole_number("BN", block_n),
-                    whole_number("split-K", split_k, "1 for none, 2, 3, …"))
-
 
 # --------------------------------------------------------------------------- wave quantization
 

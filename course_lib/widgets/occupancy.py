@@ -102,9 +102,9 @@ def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.Lane
             f"outputs are inside C, {tile.masked_elements:,} masked" if tile.is_edge else "an interior tile")
     return (
         f'<div class="course-calc-result">'
-        f"Grid: {span('course-grid-m', grid.grid_m)} × {span('course-grid-n', grid.grid_n)} = "
+        f"Grid: {span('course-grid-m', grid.tiles_m)} × {span('course-grid-n', grid.tiles_n)} = "
         f"<b>{span('course-blocks', f'{grid.blocks:,}')}</b> blocks; the tiles cover "
-        f"{grid.issued_elements:,} outputs of which {100 * grid.useful_fraction:.1f}% are inside C<br>"
+        f"{grid.issued_elements:,} outputs of which {100 * grid.tile_edge_efficiency:.1f}% are inside C<br>"
         f"Program id {tile.pid} → pid_m = {span('course-pid-m', tile.pid_m)}, pid_n = "
         f"{span('course-pid-n', tile.pid_n)}; it owns C[{span('course-m0', tile.m0)}:{tile.m0 + tile.block_m}, "
         f"{span('course-n0', tile.n0)}:{tile.n0 + tile.block_n}], {edge}<br>"

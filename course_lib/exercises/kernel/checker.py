@@ -48,7 +48,7 @@ from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises,
     exercise,
     rows_per_block,
 )
-from course_lib.measure.profiler import _repo_root
+from course_lib.core.runtime import REPO_ROOT
 
 CELL_NAME = "your cell"
 DEFAULT_TIME_LIMIT_S = 20
@@ -129,7 +129,7 @@ def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, tool: str 
             if san is None:
                 return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
             cmd = [san, "--tool", tool, "--error-exitcode", "86", "--print-limit", "5"] + cmd
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_repo_root(), os.environ.get("PYTHONPATH")])))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         with tempfile.TemporaryFile(mode="w+") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
             out, stopped = _communicate(proc, time_limit_s * (1 if tool is None else 6))
