@@ -16,19 +16,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from course_lib.labs import hopper_gemm as hg  # noqa: E402
+from course_lib.labs import hopper_gemm as lab_hopper  # noqa: E402
+from course_lib.launch import hopper_gemm as hg  # noqa: E402
 from course_lib.launch.operands import bf16_bits_to_float32  # noqa: E402
 
 
 def check() -> None:
     import cupy
 
-    for m, n, k in hg.EDGE_SHAPES + [[4096, 4096, 4096], [2048, 2048, 16384]]:
-        a, b, _, _ = hg._operands(m, n, k, 5)
+    for m, n, k in lab_hopper.EDGE_SHAPES + [[4096, 4096, 4096], [2048, 2048, 16384]]:
+        a, b, _, _ = hg.operands(m, n, k, 5)
         exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
         scale = float(cupy.abs(exact).max())
         for r in hg.RUNGS:
-            c = hg._nan_output(m, n)
+            c = hg.nan_output(m, n)
             try:
                 hg.run(r, a, b, c)
                 err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max()) / scale
@@ -53,8 +54,8 @@ def time() -> None:
     from course_lib.core.timing import benchmark_interleaved
 
     for m, n, k in ([4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]):
-        a, b, ta, tb = hg._operands(m, n, k, 7)
-        outs = [hg._nan_output(m, n) for _ in VARIANTS]
+        a, b, ta, tb = hg.operands(m, n, k, 7)
+        outs = [hg.nan_output(m, n) for _ in VARIANTS]
         ref = torch.mm(ta, tb.t()).float()
         for (kernel, d, smem), c in zip(VARIANTS, outs):
             hg.run(kernel, a, b, c, d, blocks=smem)
@@ -88,14 +89,14 @@ def pitfalls() -> None:
     import cupy
 
     m = n = k = 4096
-    a, b, ta, tb = hg._operands(m, n, k, 9)
+    a, b, ta, tb = hg.operands(m, n, k, 9)
     exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
     tol = 2 ** -7 * float(cupy.abs(exact).max())
     for kernel, d in (("hgemm_5_persistent", {"HG_RELEASE_BEFORE_WAIT": 1}), ("hgemm_4_wide", {"HG_RELEASE_BEFORE_WAIT": 1}),
                       ("hgemm_5_persistent", {"HG_SWIZZLE_DESC": 0})):
         wrong_runs, worst = 0, 0
         for trial in range(10):
-            c = hg._nan_output(m, n)
+            c = hg.nan_output(m, n)
             hg.run(kernel, a, b, c, d)
             bad = int((cupy.abs(bf16_bits_to_float32(c) - exact) > tol).sum())
             wrong_runs += bad > 0

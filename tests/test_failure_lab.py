@@ -2,6 +2,7 @@
 
 import pytest
 
+from course_lib.exercises import failure_lab as failure_checks
 from course_lib.exercises.failure_lab import (
     CLEARED,
     SUSPECTS,
@@ -9,7 +10,6 @@ from course_lib.exercises.failure_lab import (
     check_lower_bound,
     mystery_lower_bound_s,
 )
-from course_lib.exercises import failure_lab as failure_checks
 from course_lib.exercises.kernel import checker as ke
 from course_lib.labs import failure_lab as lf
 from course_lib.measure import experiments

@@ -18,18 +18,18 @@ def hopper():
 
 
 def test_every_rung_is_correct_at_edge_shapes():
-    from course_lib.labs import hopper_gemm as lab_hopper
+    from course_lib.launch import hopper_gemm
 
-    lab_hopper.hopper_smoke()
-    lab_hopper.ceiling_smoke()
+    hopper_gemm.hopper_smoke()
+    hopper_gemm.ceiling_smoke()
 
 
 def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():
-    from course_lib.labs import hopper_gemm as lab_hopper
+    from course_lib.launch import hopper_gemm
 
-    a, b, _, _ = lab_hopper._operands(64, 64, 20, 1)
+    a, b, _, _ = hopper_gemm.operands(64, 64, 20, 1)
     with pytest.raises(ValueError, match="multiple of 8"):
-        lab_hopper.run(1, a, b, lab_hopper._nan_output(64, 64))
+        hopper_gemm.run(1, a, b, hopper_gemm.nan_output(64, 64))
 
 
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():

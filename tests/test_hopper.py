@@ -13,6 +13,7 @@ from course_lib.exercises.hopper_gemm import (
     check_register_plan,
 )
 from course_lib.labs import hopper_gemm as lab_hopper
+from course_lib.launch import hopper_gemm
 from course_lib.measure import experiments
 from course_lib.models import hopper
 
@@ -82,48 +83,48 @@ def test_tensor_memory_model():
 
 
 def test_each_rungs_shared_memory_matches_its_launch_contract():
-    numbers = {r.kernel: r for r in lab_hopper.RUNGS}
-    assert lab_hopper.smem_bytes(numbers["hgemm_1_tma_wgmma"]) == 33800
-    assert lab_hopper.smem_bytes(numbers["hgemm_4_wide"]) == 197696
+    numbers = {r.kernel: r for r in hopper_gemm.RUNGS}
+    assert hopper_gemm.smem_bytes(numbers["hgemm_1_tma_wgmma"]) == 33800
+    assert hopper_gemm.smem_bytes(numbers["hgemm_4_wide"]) == 197696
     src = cuda.kernel_source("hopper_gemm", "hgemm_1_tma_wgmma")
     assert "33,800 bytes" in src and "197,696" in cuda.kernel_source("hopper_gemm", "hgemm_4_wide")
-    d = lab_hopper.hg_macros()
-    assert lab_hopper.smem_bytes(numbers["hgemm_2_ring"]) == 1024 + d["HG_RING_STAGES"] * (32768 + 16)
-    for r in lab_hopper.RUNGS:   # the block size each launch uses is the one __launch_bounds__ allows
+    d = hopper_gemm.hg_macros()
+    assert hopper_gemm.smem_bytes(numbers["hgemm_2_ring"]) == 1024 + d["HG_RING_STAGES"] * (32768 + 16)
+    for r in hopper_gemm.RUNGS:   # the block size each launch uses is the one __launch_bounds__ allows
         bounds = re.search(r"__launch_bounds__\((\d+)", cuda.kernel_source("hopper_gemm", r.kernel)).group(1)
         assert int(bounds) == r.threads
 
 
 def test_geometry_is_one_block_per_tile_or_one_per_sm():
-    r1, r5, r6 = lab_hopper.rung(1), lab_hopper.rung(5), lab_hopper.rung(6)
-    assert lab_hopper.geometry(r6, 4096, 4096, 132)[0] == (132,)            # 66 clusters of 2
-    assert lab_hopper.geometry(r6, 129, 300, 132)[0] == (4,)                # 2 tile pairs (one half empty)
-    assert lab_hopper.geometry(r6, 4096, 4096, 132, blocks=121)[0] == (120,)   # whole clusters only
+    r1, r5, r6 = hopper_gemm.rung(1), hopper_gemm.rung(5), hopper_gemm.rung(6)
+    assert hopper_gemm.geometry(r6, 4096, 4096, 132)[0] == (132,)            # 66 clusters of 2
+    assert hopper_gemm.geometry(r6, 129, 300, 132)[0] == (4,)                # 2 tile pairs (one half empty)
+    assert hopper_gemm.geometry(r6, 4096, 4096, 132, blocks=121)[0] == (120,)   # whole clusters only
     assert r6.b_box_rows == 128 and r5.b_box_rows == 256
-    assert lab_hopper.geometry(r1, 129, 257, 132)[0] == (2 * 3,)
-    assert lab_hopper.geometry(r5, 4096, 4096, 132)[0] == (132,)
-    assert lab_hopper.geometry(r5, 100, 100, 132)[0] == (1,)
+    assert hopper_gemm.geometry(r1, 129, 257, 132)[0] == (2 * 3,)
+    assert hopper_gemm.geometry(r5, 4096, 4096, 132)[0] == (132,)
+    assert hopper_gemm.geometry(r5, 100, 100, 132)[0] == (1,)
     with pytest.raises(KeyError, match="the ladder has"):
-        lab_hopper.rung(7)
+        hopper_gemm.rung(7)
 
 
 def test_bad_k_and_wrong_gpu_are_refused_in_words():
     with pytest.raises(ValueError, match="multiple of 8. Pad K with zeros to 24"):
-        lab_hopper.require_k(20)
+        hopper_gemm.require_k(20)
     with pytest.raises(ValueError, match="positive multiple of 8"):
-        lab_hopper.require_k(0)
-    lab_hopper.require_k(8)
+        hopper_gemm.require_k(0)
+    hopper_gemm.require_k(8)
     with pytest.raises(RuntimeError, match="compute capability 9.0.*this GPU is 8.0"):
-        lab_hopper.require_hopper("8.0")
+        hopper_gemm.require_hopper("8.0")
     with pytest.raises(RuntimeError, match="this GPU is 10.0"):
-        lab_hopper.require_hopper("10.0")
+        hopper_gemm.require_hopper("10.0")
 
 
 def test_every_rung_is_shown_as_a_diff_of_the_last():
     assert lab_hopper.rung_diff(1).lstrip().startswith("// Rung 1.")
     for n in range(2, 7):
         diff = lab_hopper.rung_diff(n)
-        assert diff.startswith(f"--- {lab_hopper.rung(n - 1).kernel}\n+++ {lab_hopper.rung(n).kernel}")
+        assert diff.startswith(f"--- {hopper_gemm.rung(n - 1).kernel}\n+++ {hopper_gemm.rung(n).kernel}")
     assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
     assert "tile_origin" in lab_hopper.rung_diff(5)
     assert "tma_load_2d_multicast" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
@@ -159,7 +160,7 @@ def test_recorded_ladder_covers_every_rung_and_shape_and_checks_passed(recorded)
 
 def test_recorded_edges_cover_every_rung_at_every_shape(recorded):
     rows = lab_hopper.edges_rows(recorded["edges"])
-    assert len(rows) == len(lab_hopper.RUNGS) == 6 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
+    assert len(rows) == len(hopper_gemm.RUNGS) == 6 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
     assert all(v.endswith("✔") for r in rows for k, v in r.items() if k != "rung")
 
 
@@ -182,7 +183,7 @@ def test_recorded_pitfalls_show_the_faults(recorded):
 
 def test_recorded_profile_has_every_rung_and_cublas(recorded):
     rows = lab_hopper.profile_rows(recorded["profile"])
-    assert [r["kernel"] for r in rows][1:] == lab_hopper.RUNG_KERNELS and rows[0]["kernel"].startswith("cuBLAS")
+    assert [r["kernel"] for r in rows][1:] == hopper_gemm.RUNG_KERNELS and rows[0]["kernel"].startswith("cuBLAS")
     assert all(0 < r["tensor pipe active %"] <= 100 for r in rows)
 
 
@@ -218,10 +219,9 @@ def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
     variant runs once and is checked, then cuBLAS and the variants are timed call by call, in order."""
     import torch
 
-    from course_lib.core import timing
 
     launched, checked = [], []
-    monkeypatch.setattr(lab_hopper, "_nan_output", lambda m, n: {"shape": (m, n)})
+    monkeypatch.setattr(lab_hopper, "nan_output", lambda m, n: {"shape": (m, n)})
     monkeypatch.setattr(lab_hopper, "run", lambda kernel, a, b, c, defines=None, smem_bytes_at_least=0:
                         launched.append((kernel, tuple(sorted((defines or {}).items())), smem_bytes_at_least)))
     monkeypatch.setattr(lab_hopper, "bf16_bits_to_float32", lambda c: c)

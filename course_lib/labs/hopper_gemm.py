@@ -8,213 +8,43 @@ asked for here too (``torch.mm(a, b.t())``), so the comparison is the same probl
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from course_lib.core import cuda, runtime
-from course_lib.core.cuda import defines_to_options, macros
+from course_lib.core.cuda import defines_to_options
 from course_lib.core.hardware import detect, spec
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.core.timing import benchmark, benchmark_interleaved
-from course_lib.launch.gemm_bf16 import encode_tensor_map
+from course_lib.launch.hopper_gemm import (
+    ALIGN_SLACK,
+    ARCH,
+    FAMILY,
+    HOPPER_CC,
+    RUNG_KERNELS,
+    RUNGS,
+    hg_macros,
+    kernel_function,
+    launch_entry,
+    nan_output,
+    operands,
+    release_before_wait_launch,
+    require_hopper,
+    run,
+    rung,
+    sm_count,
+    smem_bytes,
+    stuck_slot_launch,
+)
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance,
     bf16_tolerance_rel,
-    random_operand,
-    to_bf16_bits,
-    torch_view,
 )
 from course_lib.measure import experiments, profiler
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
 from course_lib.measure.sanitizer import sanitizer_summary
 from course_lib.measure.target import Target
-from course_lib.measure.smoke import covers
 from course_lib.models import occupancy, roofline
-
-FAMILY = "hopper_gemm"
-ARCH = "sm_90a"
-HOPPER_CC = "9.0"
-ALIGN_SLACK = 1024   # dynamic shared memory beyond the slots: room to align them to the swizzle's 1024 bytes
-
-
-@dataclass(frozen=True)
-class Rung:
-    """One rung of the ladder: its kernel, and the one thing it changes from the rung before."""
-
-    number: int
-    kernel: str
-    label: str
-    change: str
-    tile: tuple[int, int]          # BM x BN of C per block
-    threads: int
-    slots: str                     # "one" or "ring" (HG_STAGES)
-    consumers: int                 # warpgroups issuing wgmma
-    persistent: bool = False
-    cluster: int = 1               # blocks per cluster (2: the B tile is shared, half fetched by each)
-
-    @property
-    def b_box_rows(self) -> int:
-        """Rows of B one TMA copy brings: the whole B tile, or this block's share of it."""
-        return self.tile[1] // self.cluster
-
-
-RUNGS: tuple[Rung, ...] = (
-    Rung(1, "hgemm_1_tma_wgmma", "TMA + wgmma",
-         "one warpgroup; the TMA brings a 128×128 tile's next K slice into one slot, the warpgroup "
-         "waits on its mbarrier, multiplies with wgmma from shared memory, waits for the wgmmas",
-         (128, 128), 128, "one", 1),
-    Rung(2, "hgemm_2_ring", "mbarrier ring",
-         "HG_RING_STAGES slots, one mbarrier each: the copies of the next slices are in flight while one "
-         "is multiplied; a __syncthreads says a slot is free",
-         (128, 128), 128, "ring", 1),
-    Rung(3, "hgemm_3_specialized", "warp specialization",
-         "a producer warpgroup (one thread issues every copy) and two consumer warpgroups; full and "
-         "empty mbarriers per slot replace the __syncthreads",
-         (128, 128), 384, "ring", 2),
-    Rung(4, "hgemm_4_wide", "128×256 tile, setmaxnreg",
-         "a 128×256 tile, each consumer 64×256 (128 fp32 accumulators per thread); setmaxnreg moves "
-         "registers from the producer to the consumers",
-         (128, 256), 384, "ring", 2),
-    Rung(5, "hgemm_5_persistent", "persistent, grouped order",
-         "one block per SM walks the tiles in bands of HG_GROUP_M tile rows; the next tile's copies "
-         "overlap the last tile's stores",
-         (128, 256), 384, "ring", 2, True),
-    Rung(6, "hgemm_6_cluster", "clusters of 2, TMA multicast",
-         "clusters of two blocks on vertically adjacent tiles share their B tile: each block's TMA "
-         "fetches half of it and multicasts it into both; a slot is freed by the consumers of both",
-         (128, 256), 384, "ring", 2, True, 2),
-)
-RUNG_KERNELS = [r.kernel for r in RUNGS]
-
-
-def rung(kernel_or_number) -> Rung:
-    for r in RUNGS:
-        if kernel_or_number in (r.kernel, r.number):
-            return r
-    raise KeyError(f"no rung {kernel_or_number!r}; the ladder has {', '.join(RUNG_KERNELS)}")
-
-
-def hg_macros(defines: dict[str, int] | None = None) -> dict[str, int]:
-    return macros(FAMILY, defines)
-
-
-def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
-    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack."""
-    bm, bn = r.tile
-    slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
-    if r.slots == "one":
-        return ALIGN_SLACK + slot + 8
-    stages = hg_macros(defines)["HG_RING_STAGES" if r.consumers == 1 else "HG_STAGES"]
-    return ALIGN_SLACK + stages * (slot + 16)
-
-
-def output_tiles(r: Rung, m: int, n: int) -> int:
-    bm, bn = r.tile
-    return -(-m // bm) * -(-n // bn)
-
-
-def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None,
-             blocks: int | None = None):
-    """(grid, block, dynamic shared bytes): one block per output tile, or (persistent) one per SM, or
-    ``blocks``; a clustered rung takes pairs of vertically adjacent tiles, one cluster of 2 per pair."""
-    if r.cluster > 1:
-        bm, bn = r.tile
-        pairs = -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
-        clusters = min((blocks or sm_count) // r.cluster, pairs)
-        return (clusters * r.cluster,), (r.threads,), smem_bytes(r, defines)
-    tiles = output_tiles(r, m, n)
-    grid = min(tiles, blocks or sm_count) if r.persistent else tiles
-    return (grid,), (r.threads,), smem_bytes(r, defines)
-
-
-def require_hopper(compute_capability) -> None:
-    """wgmma and setmaxnreg are sm_90a: they run on compute capability 9.0 and nowhere else."""
-    if str(compute_capability) != HOPPER_CC:
-        raise RuntimeError(
-            f"notebook 10's kernels use wgmma and setmaxnreg, which exist only on compute capability 9.0 "
-            f"(H100, H200, GH200), built for sm_90a; this GPU is {compute_capability}. Blackwell replaces "
-            "them with tcgen05 (see the notebook's last section). Here the notebook replays the H200's record.")
-
-
-def require_k(k: int) -> None:
-    """The TMA reads rows of K bf16 at a stride of 2K bytes, which it needs to be a multiple of 16."""
-    if k < 1 or k % 8:
-        raise ValueError(f"K = {k}: the TMA needs each row of A and B to start 16-byte aligned, so K must be a "
-                         f"positive multiple of 8. Pad K with zeros to {max(8, -(-k // 8) * 8)} (zeros add "
-                         "nothing to the products).")
-
-
-@functools.lru_cache(maxsize=None)
-def kernel_function(kernel: str, options: tuple[str, ...] = ()):
-    """A rung (or ceiling) kernel built for sm_90a with ``options``, ready to launch."""
-    return cuda.compile_family(FAMILY, ARCH, options).function(kernel)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count() -> int:
-    import cupy
-
-    return cupy.cuda.Device().attributes["MultiProcessorCount"]
-
-
-_MAPS: dict[tuple, object] = {}
-
-
-def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
-    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory."""
-    import cupy
-    import numpy as np
-
-    (m, k), n = a_bits.shape, b_bits.shape[0]
-    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, box_rows_a, box_rows_b)
-    if key not in _MAPS:
-        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
-                 + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
-        if len(_MAPS) > 64:
-            _MAPS.clear()
-        _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
-    return _MAPS[key]
-
-
-def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
-        smem_bytes_at_least: int = 0, blocks: int | None = None) -> None:
-    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
-    ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
-    blocks fit on an SM (the residency comparison of rungs 1 and 2); ``blocks`` sets a persistent
-    rung's grid (default: one block per SM)."""
-    import numpy as np
-
-    r = r if isinstance(r, Rung) else rung(r)
-    (m, k), n = a_bits.shape, b_bits.shape[0]
-    if b_bits.shape[1] != k or c_bits.shape != (m, n):
-        raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
-    require_k(k)
-    grid, block, smem = geometry(r, m, n, _sm_count(), defines, blocks)
-    smem = max(smem, smem_bytes_at_least)
-    fn = fn or kernel_function(r.kernel, defines_to_options(defines))
-    if fn.max_dynamic_shared_size_bytes < smem:
-        fn.max_dynamic_shared_size_bytes = smem
-    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows)
-    fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
-
-
-def _operands(m: int, n: int, k: int, seed: int):
-    """Random bf16 A (M×K) and B (N×K) as CuPy bit patterns, and the same as torch bf16 views."""
-    a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((n, k), seed + 1))
-    return a, b, torch_view(a), torch_view(b)
-
-
-def _nan_output(m: int, n: int):
-    import cupy
-
-    return cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails any check
-
-
-def _launch(r: Rung, m: int, n: int, defines=None) -> dict:
-    grid, block, smem = geometry(r, m, n, _sm_count(), defines)
-    res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources[r.kernel]
-    return launch_record(grid, block, res, smem)
 
 
 def shape_label(m: int, n: int, k: int) -> str:
@@ -238,7 +68,7 @@ def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples:
     m, n = a.shape[0], b.shape[0]
     outs, checks = {}, {}
     for name, (kernel, defines, smem) in variants.items():
-        outs[name] = _nan_output(m, n)
+        outs[name] = nan_output(m, n)
         run(kernel, a, b, outs[name], defines, smem_bytes_at_least=smem)
         checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
     calls = [lambda: torch.mm(ta, tb.t())] + [
@@ -260,7 +90,7 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
     require_hopper(detect().compute_capability)
     cases = []
     for m, n, k in shapes:
-        a, b, ta, tb = _operands(m, n, k, 11)
+        a, b, ta, tb = operands(m, n, k, 11)
         lib = torch.mm(ta, tb.t())
         ref = _cupy(lib.float())
         t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
@@ -273,7 +103,7 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
             t, check = timed[r.kernel]
             cases.append(require_passed(Case(
                 f"{r.kernel}, {label}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), flop, nbytes, check, _launch(r, m, n),
+                list(t.samples_s), flop, nbytes, check, launch_entry(r, m, n),
                 extra={"defines": hg_macros(), "timing": "interleaved call by call with cuBLAS and the other rungs"})))
         del a, b, ta, tb, lib, ref, timed, exact
     return cases
@@ -301,16 +131,16 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
     require_hopper(detect().compute_capability)
     cases = []
     for m, n, k in shapes:
-        a, b, _, _ = _operands(m, n, k, 21)
+        a, b, _, _ = operands(m, n, k, 21)
         exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
         for r in RUNGS:
-            c = _nan_output(m, n)
+            c = nan_output(m, n)
             run(r, a, b, c)
             check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
             t = benchmark(lambda: run(r, a, b, c), samples, warmup=1)
             cases.append(require_passed(Case(
                 f"{r.kernel}, {shape_label(m, n, k)}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), *gemm_work(m, n, k), check, _launch(r, m, n))))
+                list(t.samples_s), *gemm_work(m, n, k), check, launch_entry(r, m, n))))
     return cases
 
 
@@ -342,7 +172,7 @@ def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: 
     import numpy as np
 
     require_hopper(detect().compute_capability)
-    sms = _sm_count()
+    sms = sm_count()
     out = cupy.zeros(sms * 1024, dtype=cupy.float32)
     cases = []
     for n in shapes:
@@ -415,7 +245,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
     require_hopper(detect().compute_capability)
     cases = []
     for m, n, k in shapes:
-        a, b, ta, tb = _operands(m, n, k, 31)
+        a, b, ta, tb = operands(m, n, k, 31)
         ref = _cupy(torch.mm(ta, tb.t()).float())
         t_lib, timed = _timed_beside_cublas({v: ABLATIONS[v][:3] for v in variants}, a, b, ta, tb, ref, samples)
         (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
@@ -425,7 +255,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         for name in variants:
             kernel, defines, smem, _ = ABLATIONS[name]
             t, check = timed[name]
-            launch = _launch(rung(kernel), m, n, defines)
+            launch = launch_entry(rung(kernel), m, n, defines)
             launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
             cases.append(require_passed(Case(
                 f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", list(t.samples_s),
@@ -435,45 +265,6 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
 
 
 # --------------------------------------------------------------------------- sanitizer smoke launches
-
-SMOKE_SHAPES = ((1, 8, 8), (130, 257, 200), (256, 512, 320))
-
-
-@covers(FAMILY, *RUNG_KERNELS)
-def hopper_smoke() -> None:
-    """Every rung at small edge shapes, checked against float64 (skipped, saying so, off Hopper)."""
-    import cupy
-
-    cc = detect().compute_capability
-    if str(cc) != HOPPER_CC:
-        print(f"skip {FAMILY}: needs compute capability {HOPPER_CC}, this GPU is {cc}")
-        return
-    for m, n, k in SMOKE_SHAPES:
-        a, b, _, _ = _operands(m, n, k, 41)
-        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
-        for r in RUNGS:
-            c = _nan_output(m, n)
-            run(r, a, b, c)
-            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
-            if not err <= bf16_tolerance(exact):
-                raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
-
-
-@covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
-def ceiling_smoke() -> None:
-    import cupy
-    import numpy as np
-
-    if str(detect().compute_capability) != HOPPER_CC:
-        print(f"skip {FAMILY} ceilings: needs compute capability {HOPPER_CC}")
-        return
-    out = cupy.ones(2 * 256, dtype=cupy.float32)
-    fn = kernel_function("wgmma_ceiling")
-    smem = ALIGN_SLACK + (64 + hg_macros()["HG_CEIL_N"]) * 128
-    fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
-    fn((2,), (256,), (out, np.int32(4)), shared_mem=smem)
-    kernel_function("mma_sync_ceiling")((2,), (256,), (out, np.int32(4)))
-    cupy.cuda.Device().synchronize()
 
 
 # --------------------------------------------------------------------------- profiles and pitfalls
@@ -496,9 +287,9 @@ def profile_launches(m: int, n: int, k: int) -> None:
     import cupy
     import torch
 
-    a, b, ta, tb = _operands(m, n, k, 51)
+    a, b, ta, tb = operands(m, n, k, 51)
     for r in RUNGS:
-        run(r, a, b, _nan_output(m, n))
+        run(r, a, b, nan_output(m, n))
     torch.mm(ta, tb.t())
     cupy.cuda.Device().synchronize()
 
@@ -512,7 +303,7 @@ def profile(shape: list[int], samples: int) -> list[Case]:
 
     require_hopper(detect().compute_capability)
     m, n, k = shape
-    a, b, ta, tb = _operands(m, n, k, 51)
+    a, b, ta, tb = operands(m, n, k, 51)
     ref = _cupy(torch.mm(ta, tb.t()).float())
     t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
     (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
@@ -522,7 +313,7 @@ def profile(shape: list[int], samples: int) -> list[Case]:
         t, check = timed[r.kernel]
         cases.append(require_passed(Case(
             f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
-            check, _launch(r, m, n))))
+            check, launch_entry(r, m, n))))
     try:
         profiles = profiler.ncu_metrics(Target(profile_launches, (m, n, k)), PROFILE_METRICS, CUBLAS_AND_RUNGS)
         ours = [p for p in profiles if p.function.startswith("hgemm_")]
@@ -549,7 +340,7 @@ def _wrong_outputs(kernel: str, defines: dict, a, b, exact, trials: int) -> dict
     tol = bf16_tolerance(exact)
     wrong_runs, worst = 0, 0
     for _ in range(trials):
-        c = _nan_output(*exact.shape)
+        c = nan_output(*exact.shape)
         run(kernel, a, b, c, defines)
         bad = int((~(cupy.abs(bf16_bits_to_float32(c) - exact) <= tol)).sum())
         wrong_runs += bad > 0
@@ -575,33 +366,6 @@ def _driver_message() -> str:
     except Exception as exc:  # noqa: BLE001  (the point is the driver's words)
         return f"{type(exc).__name__}: {exc}"
     return "loaded (unexpected)"
-
-
-def release_before_wait_launch() -> None:
-    """Rung 5 releasing each slot before waiting for its wgmmas, launched once: what racecheck runs."""
-    import cupy
-
-    a, b, _, _ = _operands(256, 512, 320, 71)
-    run("hgemm_5_persistent", a, b, _nan_output(256, 512), {"HG_RELEASE_BEFORE_WAIT": 1})
-    cupy.cuda.Device().synchronize()
-
-
-def stuck_slot_launch() -> None:
-    """Rung 5 expecting 16 bytes more per slot than the TMA brings, launched once: what the child
-    process of ``_wrong_byte_count`` runs. It prints how long the launch took to fail and why."""
-    import time
-
-    import cupy
-
-    a, b, _, _ = _operands(256, 512, 320, 81)
-    c = _nan_output(256, 512)
-    kernel_function("hgemm_5_persistent", ("-DHG_EXTRA_EXPECT_BYTES=16",))
-    t = time.perf_counter()
-    try:
-        run("hgemm_5_persistent", a, b, c, {"HG_EXTRA_EXPECT_BYTES": 16})
-        cupy.cuda.Device().synchronize()
-    except Exception as exc:  # noqa: BLE001  (the trap's error is the finding)
-        print(f"after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}")
 
 
 def _wrong_byte_count(timeout_s: int = 120) -> dict:
@@ -658,10 +422,10 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
 
     require_hopper(detect().compute_capability)
     m, n, k = shape
-    a, b, _, _ = _operands(m, n, k, 61)
+    a, b, _, _ = operands(m, n, k, 61)
     exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
     r = rung("hgemm_5_persistent")
-    c = _nan_output(m, n)
+    c = nan_output(m, n)
     run(r, a, b, c)
     check = check_close(bf16_bits_to_float32(c), exact, "float64 matmul of the bf16 inputs", bf16_tolerance_rel())
     t = benchmark(lambda: run(r, a, b, c), samples, warmup=2)
@@ -677,7 +441,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
     }
     return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
                                 list(t.samples_s), *gemm_work(m, n, k), check,
-                                _launch(r, m, n), extra=extra))]
+                                launch_entry(r, m, n), extra=extra))]
 
 
 # --------------------------------------------------------------------------- notebook helpers

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from course_lib.core import progress
 from course_lib.core.runtime import REPO_ROOT
-from course_lib.measure.target import Target
 from course_lib.measure import experiments
+from course_lib.measure.target import Target
 
 
 class ProfilerUnavailable(RuntimeError):

@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from course_lib.core import cuda, runtime
+from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises, re-exported: notebooks name them from here)
     ASYNC_PIPELINE,
@@ -48,7 +49,6 @@ from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises,
     exercise,
     rows_per_block,
 )
-from course_lib.core.runtime import REPO_ROOT
 
 CELL_NAME = "your cell"
 DEFAULT_TIME_LIMIT_S = 20

@@ -1,0 +1,275 @@
+"""Host launcher of ``kernels/hopper_gemm.cu`` (notebook 10, ``sm_90a``): the six rungs of the Hopper
+ladder as named values (``Rung``), each one's grid, block and shared memory, the TMA descriptors, the
+instruction-ceiling kernels, the launches compute-sanitizer and the pitfalls' child processes run,
+and the smoke launch."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from course_lib.core import cuda
+from course_lib.core.cuda import defines_to_options, macros
+from course_lib.core.hardware import detect
+from course_lib.launch.gemm_bf16 import encode_tensor_map
+from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits, torch_view
+from course_lib.measure.experiments import launch_record
+from course_lib.measure.smoke import covers
+
+FAMILY = "hopper_gemm"
+
+
+ARCH = "sm_90a"
+
+
+HOPPER_CC = "9.0"
+
+
+ALIGN_SLACK = 1024   # dynamic shared memory beyond the slots: room to align them to the swizzle's 1024 bytes
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder: its kernel, and the one thing it changes from the rung before."""
+
+    number: int
+    kernel: str
+    label: str
+    change: str
+    tile: tuple[int, int]          # BM x BN of C per block
+    threads: int
+    slots: str                     # "one" or "ring" (HG_STAGES)
+    consumers: int                 # warpgroups issuing wgmma
+    persistent: bool = False
+    cluster: int = 1               # blocks per cluster (2: the B tile is shared, half fetched by each)
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B one TMA copy brings: the whole B tile, or this block's share of it."""
+        return self.tile[1] // self.cluster
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(1, "hgemm_1_tma_wgmma", "TMA + wgmma",
+         "one warpgroup; the TMA brings a 128×128 tile's next K slice into one slot, the warpgroup "
+         "waits on its mbarrier, multiplies with wgmma from shared memory, waits for the wgmmas",
+         (128, 128), 128, "one", 1),
+    Rung(2, "hgemm_2_ring", "mbarrier ring",
+         "HG_RING_STAGES slots, one mbarrier each: the copies of the next slices are in flight while one "
+         "is multiplied; a __syncthreads says a slot is free",
+         (128, 128), 128, "ring", 1),
+    Rung(3, "hgemm_3_specialized", "warp specialization",
+         "a producer warpgroup (one thread issues every copy) and two consumer warpgroups; full and "
+         "empty mbarriers per slot replace the __syncthreads",
+         (128, 128), 384, "ring", 2),
+    Rung(4, "hgemm_4_wide", "128×256 tile, setmaxnreg",
+         "a 128×256 tile, each consumer 64×256 (128 fp32 accumulators per thread); setmaxnreg moves "
+         "registers from the producer to the consumers",
+         (128, 256), 384, "ring", 2),
+    Rung(5, "hgemm_5_persistent", "persistent, grouped order",
+         "one block per SM walks the tiles in bands of HG_GROUP_M tile rows; the next tile's copies "
+         "overlap the last tile's stores",
+         (128, 256), 384, "ring", 2, True),
+    Rung(6, "hgemm_6_cluster", "clusters of 2, TMA multicast",
+         "clusters of two blocks on vertically adjacent tiles share their B tile: each block's TMA "
+         "fetches half of it and multicasts it into both; a slot is freed by the consumers of both",
+         (128, 256), 384, "ring", 2, True, 2),
+)
+
+
+RUNG_KERNELS = [r.kernel for r in RUNGS]
+
+
+def rung(kernel_or_number) -> Rung:
+    for r in RUNGS:
+        if kernel_or_number in (r.kernel, r.number):
+            return r
+    raise KeyError(f"no rung {kernel_or_number!r}; the ladder has {', '.join(RUNG_KERNELS)}")
+
+
+def hg_macros(defines: dict[str, int] | None = None) -> dict[str, int]:
+    return macros(FAMILY, defines)
+
+
+def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
+    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack."""
+    bm, bn = r.tile
+    slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
+    if r.slots == "one":
+        return ALIGN_SLACK + slot + 8
+    stages = hg_macros(defines)["HG_RING_STAGES" if r.consumers == 1 else "HG_STAGES"]
+    return ALIGN_SLACK + stages * (slot + 16)
+
+
+def output_tiles(r: Rung, m: int, n: int) -> int:
+    bm, bn = r.tile
+    return -(-m // bm) * -(-n // bn)
+
+
+def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None,
+             blocks: int | None = None):
+    """(grid, block, dynamic shared bytes): one block per output tile, or (persistent) one per SM, or
+    ``blocks``; a clustered rung takes pairs of vertically adjacent tiles, one cluster of 2 per pair."""
+    if r.cluster > 1:
+        bm, bn = r.tile
+        pairs = -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
+        clusters = min((blocks or sm_count) // r.cluster, pairs)
+        return (clusters * r.cluster,), (r.threads,), smem_bytes(r, defines)
+    tiles = output_tiles(r, m, n)
+    grid = min(tiles, blocks or sm_count) if r.persistent else tiles
+    return (grid,), (r.threads,), smem_bytes(r, defines)
+
+
+def require_hopper(compute_capability) -> None:
+    """wgmma and setmaxnreg are sm_90a: they run on compute capability 9.0 and nowhere else."""
+    if str(compute_capability) != HOPPER_CC:
+        raise RuntimeError(
+            f"notebook 10's kernels use wgmma and setmaxnreg, which exist only on compute capability 9.0 "
+            f"(H100, H200, GH200), built for sm_90a; this GPU is {compute_capability}. Blackwell replaces "
+            "them with tcgen05 (see the notebook's last section). Here the notebook replays the H200's record.")
+
+
+def require_k(k: int) -> None:
+    """The TMA reads rows of K bf16 at a stride of 2K bytes, which it needs to be a multiple of 16."""
+    if k < 1 or k % 8:
+        raise ValueError(f"K = {k}: the TMA needs each row of A and B to start 16-byte aligned, so K must be a "
+                         f"positive multiple of 8. Pad K with zeros to {max(8, -(-k // 8) * 8)} (zeros add "
+                         "nothing to the products).")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_function(kernel: str, options: tuple[str, ...] = ()):
+    """A rung (or ceiling) kernel built for sm_90a with ``options``, ready to launch."""
+    return cuda.compile_family(FAMILY, ARCH, options).function(kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count() -> int:
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
+    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory."""
+    import cupy
+    import numpy as np
+
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, box_rows_a, box_rows_b)
+    if key not in _MAPS:
+        words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
+                 + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
+        if len(_MAPS) > 64:
+            _MAPS.clear()
+        _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
+    return _MAPS[key]
+
+
+def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
+        smem_bytes_at_least: int = 0, blocks: int | None = None) -> None:
+    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
+    ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
+    blocks fit on an SM (the residency comparison of rungs 1 and 2); ``blocks`` sets a persistent
+    rung's grid (default: one block per SM)."""
+    import numpy as np
+
+    r = r if isinstance(r, Rung) else rung(r)
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    if b_bits.shape[1] != k or c_bits.shape != (m, n):
+        raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
+    require_k(k)
+    grid, block, smem = geometry(r, m, n, sm_count(), defines, blocks)
+    smem = max(smem, smem_bytes_at_least)
+    fn = fn or kernel_function(r.kernel, defines_to_options(defines))
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows)
+    fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+
+
+def operands(m: int, n: int, k: int, seed: int):
+    """Random bf16 A (M×K) and B (N×K) as CuPy bit patterns, and the same as torch bf16 views."""
+    a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((n, k), seed + 1))
+    return a, b, torch_view(a), torch_view(b)
+
+
+def nan_output(m: int, n: int):
+    import cupy
+
+    return cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails any check
+
+
+def launch_entry(r: Rung, m: int, n: int, defines=None) -> dict:
+    grid, block, smem = geometry(r, m, n, sm_count(), defines)
+    res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources[r.kernel]
+    return launch_record(grid, block, res, smem)
+
+
+SMOKE_SHAPES = ((1, 8, 8), (130, 257, 200), (256, 512, 320))
+
+
+@covers(FAMILY, *RUNG_KERNELS)
+def hopper_smoke() -> None:
+    """Every rung at small edge shapes, checked against float64 (skipped, saying so, off Hopper)."""
+    import cupy
+
+    cc = detect().compute_capability
+    if str(cc) != HOPPER_CC:
+        print(f"skip {FAMILY}: needs compute capability {HOPPER_CC}, this GPU is {cc}")
+        return
+    for m, n, k in SMOKE_SHAPES:
+        a, b, _, _ = operands(m, n, k, 41)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        for r in RUNGS:
+            c = nan_output(m, n)
+            run(r, a, b, c)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
+            if not err <= bf16_tolerance(exact):
+                raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
+
+
+@covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
+def ceiling_smoke() -> None:
+    import cupy
+    import numpy as np
+
+    if str(detect().compute_capability) != HOPPER_CC:
+        print(f"skip {FAMILY} ceilings: needs compute capability {HOPPER_CC}")
+        return
+    out = cupy.ones(2 * 256, dtype=cupy.float32)
+    fn = kernel_function("wgmma_ceiling")
+    smem = ALIGN_SLACK + (64 + hg_macros()["HG_CEIL_N"]) * 128
+    fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+    fn((2,), (256,), (out, np.int32(4)), shared_mem=smem)
+    kernel_function("mma_sync_ceiling")((2,), (256,), (out, np.int32(4)))
+    cupy.cuda.Device().synchronize()
+
+
+def release_before_wait_launch() -> None:
+    """Rung 5 releasing each slot before waiting for its wgmmas, launched once: what racecheck runs."""
+    import cupy
+
+    a, b, _, _ = operands(256, 512, 320, 71)
+    run("hgemm_5_persistent", a, b, nan_output(256, 512), {"HG_RELEASE_BEFORE_WAIT": 1})
+    cupy.cuda.Device().synchronize()
+
+
+def stuck_slot_launch() -> None:
+    """Rung 5 expecting 16 bytes more per slot than the TMA brings, launched once: what the child
+    process of ``_wrong_byte_count`` runs. It prints how long the launch took to fail and why."""
+    import time
+
+    import cupy
+
+    a, b, _, _ = operands(256, 512, 320, 81)
+    c = nan_output(256, 512)
+    kernel_function("hgemm_5_persistent", ("-DHG_EXTRA_EXPECT_BYTES=16",))
+    t = time.perf_counter()
+    try:
+        run("hgemm_5_persistent", a, b, c, {"HG_EXTRA_EXPECT_BYTES": 16})
+        cupy.cuda.Device().synchronize()
+    except Exception as exc:  # noqa: BLE001  (the trap's error is the finding)
+        print(f"after {time.perf_counter() - t:.2f} s: {type(exc).__name__}: {exc}")
+
+
+_MAPS: dict[tuple, object] = {}
