@@ -2,6 +2,7 @@
 
 import pytest
 
+from course_lib.exercises import failure_lab as failure_checks
 from course_lib.exercises.failure_lab import (
     CLEARED,
     SUSPECTS,
@@ -9,7 +10,6 @@ from course_lib.exercises.failure_lab import (
     check_lower_bound,
     mystery_lower_bound_s,
 )
-from course_lib.exercises import failure_lab as failure_checks
 from course_lib.exercises.kernel import checker as ke
 from course_lib.labs import failure_lab as lf
 from course_lib.measure import experiments
@@ -105,7 +105,7 @@ def test_the_compile_report_comes_from_the_record_where_nvrtc_is_missing(mystery
     assert "4,096 B stack frame" in here and "recorded" not in here
     def no_nvrtc(*args):
         raise ValueError("Not compiled: NVRTC's Python bindings are missing")
-    monkeypatch.setattr(ke, "resources", no_nvrtc)
+    monkeypatch.setattr(type(lf.MYSTERY_RMS_NORM), "resources", no_nvrtc)
     recorded = lf.compile_report(mystery)
     assert "4,096 B stack frame" in recorded and "NVRTC is not installed here" in recorded
 
