@@ -104,3 +104,16 @@ def test_a_missing_header_is_named():
 def test_an_include_may_carry_a_comment():
     pasted = cuda.paste_headers('#include "async_copy.cuh"   // the mbarrier helpers\nint after;\n', "x.cu")
     assert "__device__ __forceinline__ void mbar_wait" in pasted and pasted.endswith('#line 2 "x.cu"\nint after;\n')
+
+
+def _exercise_files():
+    from course_lib.exercises.kernel.catalog import EXERCISES
+
+    return [(e, f) for e in EXERCISES.values() for f in ("starter", "solution")]
+
+
+@pytest.mark.parametrize("ex,file", _exercise_files(), ids=lambda v: getattr(v, "name", v))
+def test_every_exercise_starter_and_solution_compiles(ex, file):
+    arch = f"sm_{max(75, round(10 * ex.min_cc))}"
+    cubin, res, problems = ex.files.compile(ex.files.source(file), arch)
+    assert not problems and cubin[:4] == b"\x7fELF" and res.registers > 0, problems

@@ -105,7 +105,7 @@ def test_the_compile_report_comes_from_the_record_where_nvrtc_is_missing(mystery
     assert "4,096 B stack frame" in here and "recorded" not in here
     def no_nvrtc(*args):
         raise ValueError("Not compiled: NVRTC's Python bindings are missing")
-    monkeypatch.setattr(ke, "resources", no_nvrtc)
+    monkeypatch.setattr(type(lf.MYSTERY_RMS_NORM), "resources", no_nvrtc)
     recorded = lf.compile_report(mystery)
     assert "4,096 B stack frame" in recorded and "NVRTC is not installed here" in recorded
 

@@ -4,6 +4,7 @@ message; compile errors name the cell's own lines; bad input is told what to do.
 import pytest
 
 from course_lib import magic
+from course_lib.core import cuda
 from course_lib.exercises.kernel import checker as ke
 
 
@@ -151,7 +152,9 @@ def test_the_capstone_solution_clears_every_defect():
 
 
 def test_the_capstone_reads_its_launch_from_the_source():
-    assert ke.rows_per_block(ke.MYSTERY.solution) == 8
+    from course_lib.launch.exercise_kernels import rows_per_block
+
+    assert rows_per_block(ke.MYSTERY.solution) == 8
     no_define = ke.MYSTERY.solution.replace("#define ROWS_PER_BLOCK 8", "#define ROWS 8").replace("ROWS_PER_BLOCK", "8")
     verdict = ke.check("mystery_rms_norm", no_define, live=False)
     assert not verdict.correct and "define ROWS_PER_BLOCK" in verdict
@@ -183,32 +186,41 @@ def test_an_exercise_for_a_newer_gpu_says_so_and_checks_what_it_can(monkeypatch)
     assert ke.check("scale_grid_stride", ke.SCALE.solution, live=False).correct   # 7.5 is enough for the others
 
 
-def test_every_exercise_has_live_cases_and_their_imports_resolve():
-    import ast
-    import inspect
+def test_every_exercise_is_its_files_and_carries_its_live_cases():
+    from course_lib.exercises.kernel import cases, runner
+    from course_lib.launch.exercise_kernels import EXERCISE_DIR
 
-    from course_lib.exercises.kernel import catalog as kernel_exercise_set
-    from course_lib.exercises.kernel import runner as exercise_runner
+    assert {p.name for p in EXERCISE_DIR.iterdir() if p.is_dir()} == set(ke.EXERCISES)
+    for ex in ke.EXERCISES.values():
+        files = set(ex.files.files())
+        assert {"starter", "solution", *ex.wrong_files.values()} <= files, ex.name
+        assert all(f.startswith("wrong_") or f in ("starter", "solution", "scalar_fix") for f in files), files
+        assert ex.live.__module__ == cases.__name__ and runner.resolve(runner.cases_address(ex.live)) is ex.live
 
-    assert set(exercise_runner.CASES) == set(ke.EXERCISES)
-    tree = ast.parse(inspect.getsource(exercise_runner))   # the runner imports lazily, inside each case
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "kernel_exercise_set":
-            for alias in node.names:
-                assert hasattr(kernel_exercise_set, alias.name), alias.name
+
+@pytest.mark.parametrize("name,label", [(n, label) for n, e in ke.EXERCISES.items() for label in e.wrong_files])
+def test_each_wrong_file_is_rejected_where_the_static_checks_can_see_it(name, label):
+    ex = ke.exercise(name)
+    source = ex.wrong[label]
+    verdict = ke.check(name, source)
+    _, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
+    if problems or not all(f.ok for f in ex.static_findings(source, res)):
+        assert not verdict.correct, verdict
+    else:
+        assert "Not run: no GPU here" in verdict   # only a live run can see this one
 
 
 def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
     from course_lib.core import timing
-    from course_lib.exercises.kernel import runner as exercise_runner
+    from course_lib.exercises.kernel import cases
 
     calls = []
-    monkeypatch.setattr(exercise_runner, "benchmark", lambda fn, samples: (calls.append((fn(), samples)),
+    monkeypatch.setattr(cases, "benchmark", lambda fn, samples, **options: (calls.append((fn(), samples)),
                                                                   timing.Timing((2e-6,) * samples))[1])
-    got = exercise_runner._timed("8×8", lambda: "yours", lambda: "course", "family.kernel")
-    assert calls == [("yours", exercise_runner.TIMING_SAMPLES), ("course", exercise_runner.TIMING_SAMPLES)]
+    got = cases._timed("8×8", lambda: "yours", lambda: "course", "family.kernel")
+    assert calls == [("yours", cases.TIMING_SAMPLES), ("course", cases.TIMING_SAMPLES)]
     assert got == {"size": "8×8", "yours_us": pytest.approx(2.0), "course_us": pytest.approx(2.0),
-                   "course_kernel": "family.kernel", "samples": exercise_runner.TIMING_SAMPLES}
+                   "course_kernel": "family.kernel", "samples": cases.TIMING_SAMPLES}
 
 
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():

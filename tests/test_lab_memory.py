@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from course_lib.exercises import memory as ex
+from course_lib.exercises import coalescing, shared_memory
 from course_lib.labs import memory as lab_memory
 from course_lib.measure import evidence, experiments, profiler
 from course_lib.measure.evidence import Case
@@ -156,20 +156,20 @@ def test_live_result_without_profile_falls_back_to_the_recording(results):
 # --------------------------------------------------------------------------- exercise checks
 
 def test_check_sectors():
-    right = {q: ex.sectors_of(q) for q in ex.SECTOR_QUESTIONS}
-    assert ex.check_sectors(right).correct
+    right = {q: coalescing.sectors_of(q) for q in coalescing.SECTOR_QUESTIONS}
+    assert coalescing.check_sectors(right).correct
     assert sorted(right.values()) == [1, 2, 4, 5, 8, 16, 32]
     wrong = dict(right, **{"fp32, stride 2": 4})
-    assert not ex.check_sectors(wrong).correct and "fp32, stride 2" in ex.check_sectors(wrong)
-    assert not ex.check_sectors({}).correct
-    assert not ex.check_sectors(8).correct
+    assert not coalescing.check_sectors(wrong).correct and "fp32, stride 2" in coalescing.check_sectors(wrong)
+    assert not coalescing.check_sectors({}).correct
+    assert not coalescing.check_sectors(8).correct
 
 
 def test_check_wavefronts():
-    right = {q: ex.wavefronts_of(q) for q in ex.BANK_QUESTIONS}
-    assert ex.check_wavefronts(right).correct
+    right = {q: shared_memory.wavefronts_of(q) for q in shared_memory.BANK_QUESTIONS}
+    assert shared_memory.check_wavefronts(right).correct
     assert right["8 B, a row (consecutive doubles)"] == 2 and right["4 B, a column of a 32 x 48 tile"] == 16
-    assert not ex.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
+    assert not shared_memory.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
 
 
 SCALE = r'''
@@ -215,7 +215,7 @@ def test_the_notebooks_exercise_sources_are_these():
     (lambda s: "no kernel here", False, "defines my_scale"),
 ])
 def test_coalescing_fix_check_in_replay(edit, correct, text):
-    v = ex.check_coalescing_fix(edit(SCALE))
+    v = coalescing.check_coalescing_fix(edit(SCALE))
     assert v.correct is correct and text in v, v
 
 
@@ -229,7 +229,7 @@ def test_coalescing_fix_check_in_replay(edit, correct, text):
     (lambda s: s.replace("__syncthreads();", "__syncthreads()"), False, "does not compile"),
 ])
 def test_transpose_fix_check_in_replay(edit, correct, text):
-    v = ex.check_transpose_fix(edit(TRANSPOSE))
+    v = shared_memory.check_transpose_fix(edit(TRANSPOSE))
     assert v.correct is correct and text in v, v
 
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from course_lib.exercises import occupancy as ex
+from course_lib.exercises import threads_warps as ex
 from course_lib.models import launch_geometry as lg
 from course_lib.widgets import occupancy as widgets_occupancy
 

@@ -80,7 +80,7 @@ class CompiledFamily:
             raise KeyError(f"{self.family}.cu has no kernel {name!r}; it has {', '.join(self.resources)}")
         if not self.cubin:
             raise NvrtcUnavailable(f"{self.family}.cu was not compiled here (NVRTC is missing), so it cannot run")
-        return _load_module(self.cubin).get_function(name)
+        return load_cubin(self.cubin).get_function(name)
 
 
 def families() -> list[str]:
@@ -341,7 +341,8 @@ def resources_table(arch: str) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=None)
-def _load_module(cubin: bytes):
+def load_cubin(cubin: bytes):
+    """A CuPy module of a cubin (one per distinct cubin): where a function compiled outside a family is launched from."""
     import cupy
 
     # CuPy loads a module lazily, from its path, at the first get_function: the file must stay.

@@ -1,6 +1,6 @@
 """Notebook 11: the capstone's mystery kernel measured, and the failures it demonstrates.
 
-Experiment ``failures.mystery``: the mystery RMSNorm of ``kernel_exercises.MYSTERY`` and its
+Experiment ``failures.mystery``: the mystery RMSNorm of ``kernels/exercises/mystery_rms_norm/`` and its
 variants, each with one defect left, the plain fix and the reference solution (every one checked against a float64 reference at the timed
 shape), beside the course's one-pass RMSNorm and the copy kernel that moves the same bytes;
 Nsight Compute's counters for each; compute-sanitizer's memcheck on the unguarded variants and
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from course_lib.core import cuda
 from course_lib.core.timing import benchmark, host_timed
-from course_lib.exercises.kernel import checker as ke
 from course_lib.launch.elementwise import geometry as elementwise_launch
+from course_lib.launch.exercise_kernels import MYSTERY_RMS_NORM, MYSTERY_THREADS, TRANSPOSE_TILE, rows_per_block
 from course_lib.launch.fusion import run_rmsnorm
 from course_lib.measure import evidence as ev
 from course_lib.measure.evidence import Case
@@ -28,6 +28,9 @@ NO_GUARD = "one warp per row, no row guard"
 LOCAL_ROW = "one warp per row, the row kept in a local array"
 SCALAR_FIX = "one warp per row, 4-byte loads"
 SOLUTION = "reference solution (one warp per row, 16-byte loads)"
+FILES = {AS_GIVEN: "starter", NO_GUARD: "wrong_no_row_guard", LOCAL_ROW: "wrong_row_in_local_array",
+         SCALAR_FIX: "scalar_fix", SOLUTION: "solution"}   # each variant's file in kernels/exercises/mystery_rms_norm/
+TRANSPOSE_FILES = {"solution": "solution", "no barrier": "wrong_no_barrier"}   # notebook 05's, racechecked
 NCU_METRICS = ["launch__grid_size", "sm__cycles_active.avg", "sm__cycles_active.max",
                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
@@ -36,17 +39,14 @@ NCU_METRICS = ["launch__grid_size", "sm__cycles_active.avg", "sm__cycles_active.
 
 def source(label: str) -> str:
     """The CUDA C of one variant of the mystery kernel."""
-    return {SOLUTION: ke.MYSTERY.solution, SCALAR_FIX: ke.MYSTERY_SCALAR_FIX}.get(label) or ke.MYSTERY.wrong[label]
+    return MYSTERY_RMS_NORM.source(FILES[label])
 
 
 def compiled(label: str):
     """``(function, resources, rows_per_block)`` of one variant, compiled for this GPU."""
 
-    src = source(label)
-    cubin, res, problems = ke.compile_exercise(ke.MYSTERY, src, cuda.device_arch())
-    if problems:
-        raise RuntimeError("\n".join(problems))
-    return cuda._load_module(cubin).get_function(ke.MYSTERY.kernel), res, ke.rows_per_block(src)
+    fn, res = MYSTERY_RMS_NORM.load(FILES[label], cuda.device_arch())
+    return fn, res, rows_per_block(source(label))
 
 
 def operands(rows: int, cols: int, spare_rows: int = 0, seed: int = 0):
@@ -65,7 +65,7 @@ def operands(rows: int, cols: int, spare_rows: int = 0, seed: int = 0):
 def launch(fn, rows_per_block: int, out, x, w, rows: int, cols: int) -> None:
     import numpy as np
 
-    fn((-(-rows // rows_per_block),), (ke.MYSTERY_THREADS,), (out, x, w, np.int32(rows), np.int32(cols)))
+    fn((-(-rows // rows_per_block),), (MYSTERY_THREADS,), (out, x, w, np.int32(rows), np.int32(cols)))
 
 
 def reference(x, w, rows: int, cols: int):
@@ -94,7 +94,7 @@ def overrun(label: str, rows: int, cols: int) -> dict:
     import cupy
 
     fn, _, per_block = compiled(label)
-    x, w, out = operands(rows, cols, spare_rows=ke.MYSTERY_THREADS)
+    x, w, out = operands(rows, cols, spare_rows=MYSTERY_THREADS)
     launch(fn, per_block, out, x, w, rows, cols)
     cupy.cuda.Device().synchronize()
     got = out[:rows * cols].reshape(rows, cols).astype(cupy.float64)
@@ -110,11 +110,7 @@ def run_transpose(label: str, rows: int, cols: int) -> None:
     import cupy
     import numpy as np
 
-    src = ke.TRANSPOSE.solution if label == "solution" else ke.TRANSPOSE.wrong[label]
-    cubin, _, problems = ke.compile_exercise(ke.TRANSPOSE, src, cuda.device_arch())
-    if problems:
-        raise RuntimeError("\n".join(problems))
-    fn = cuda._load_module(cubin).get_function(ke.TRANSPOSE.kernel)
+    fn, _ = TRANSPOSE_TILE.load(TRANSPOSE_FILES[label], cuda.device_arch())
     a = cupy.random.default_rng(0).random((rows, cols), dtype=cupy.float32)
     out = cupy.empty(rows * cols, dtype=cupy.float32)
     fn(((cols + 31) // 32, (rows + 31) // 32), (32, 8), (out, a, np.int32(rows), np.int32(cols)))
@@ -159,7 +155,7 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
         grid = (-(-rows // per_block),)
         cases.append(require_passed(Case(f"{label}, {rows}×{cols}", params, f"capstone.{label}", list(t.samples_s),
                                          3 * n, 2 * n * 4 + cols * 4, check,
-                                         launch_record(grid, (ke.MYSTERY_THREADS,), res),
+                                         launch_record(grid, (MYSTERY_THREADS,), res),
                                          extra={"stack_frame_bytes": res.stack_frame_bytes,
                                                 "rows_per_block": per_block})))
     fn, res, per_block = compiled(AS_GIVEN)
@@ -234,7 +230,7 @@ def compile_report(result) -> str:
     is installed, else the report recorded with the measurement (and said so)."""
 
     try:
-        r = ke.resources(ke.MYSTERY.name, ke.MYSTERY.starter)
+        r = MYSTERY_RMS_NORM.resources(MYSTERY_RMS_NORM.source("starter"), cuda.target_arch())
         source = f"NVRTC {cuda.nvrtc_version()}, {cuda.target_arch()}"
         regs, smem, stack, spill = r.registers, r.static_smem_bytes, r.stack_frame_bytes, r.spill_store_bytes
     except ValueError:

@@ -362,7 +362,7 @@ def _driver_message() -> str:
     cubin, _ = cuda.compile_source('extern "C" __global__ void k(float* x) { x[0] = 1.f; }', "sm_100a", "k.cu",
                                    use_cache=False)
     try:
-        cuda._load_module(cubin).get_function("k")
+        cuda.load_cubin(cubin).get_function("k")
     except Exception as exc:  # noqa: BLE001  (the point is the driver's words)
         return f"{type(exc).__name__}: {exc}"
     return "loaded (unexpected)"

@@ -362,7 +362,7 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
     arch = cuda.device_arch()
     cubin, log = cuda.compile_source(pressure_source(register_caps), arch, "occupancy_pressure.cu")
     ptxas = cuda.parse_ptxas_report(log, arch)
-    module = cuda._load_module(cubin)
+    module = cuda.load_cubin(cubin)
     n, k = 1 << 16, 4
     x = cupy.random.default_rng(5).random((k, n), dtype=cupy.float32)
     out = cupy.empty(n, dtype=cupy.float32)

@@ -13,7 +13,7 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
    faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
    ``sanitize=True`` then runs every size again under compute-sanitizer's memcheck and racecheck.
 
-The exercises live in ``kernel_exercise_set`` (re-exported here); each has starter code, a hint, a reference solution and
+The exercises live in ``catalog`` (re-exported here), their CUDA in ``kernels/exercises/<name>/``; each has starter code, a hint, a reference solution and
 deliberately wrong solutions, which tests pass through the same checker.
 """
 from __future__ import annotations
@@ -34,7 +34,6 @@ from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises,
     FUSED_EPILOGUE,
     MYSTERY,
     MYSTERY_DEFECTS,
-    MYSTERY_SCALAR_FIX,
     MYSTERY_THREADS,
     PERSISTENT_TILES,
     REGISTER_BUDGET,
@@ -47,39 +46,17 @@ from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises,
     Finding,
     KernelExercise,
     exercise,
-    rows_per_block,
 )
+from course_lib.exercises.kernel.runner import cases_address
 
-CELL_NAME = "your cell"
 DEFAULT_TIME_LIMIT_S = 20
 
 
 # --------------------------------------------------------------------------- checking
 
-def _cell_source(source: str) -> str:
-    """The learner's code as NVRTC compiles it: with a line mark, so messages name the cell's lines."""
-    return f'#line 1 "{CELL_NAME}"\n{source}'
-
-
 def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
     """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
-    try:
-        code = _cell_source(cuda.paste_headers(source, CELL_NAME))   # a cell may #include a course header
-    except FileNotFoundError as exc:
-        return b"", None, [f"{exc}. The headers a cell can include are: "
-                           f"{', '.join(sorted(h.name for h in cuda.KERNEL_DIR.glob('*.cuh')))}."]
-    try:
-        cubin, log = cuda.compile_source(code, arch, f"{ex.name}.cu", use_cache=False)
-    except cuda.NvrtcUnavailable as exc:
-        return b"", None, [f"Not compiled: {exc} Run the notebook where NVRTC installs (Linux, or a GPU machine)."]
-    except cuda.CompileError as exc:
-        lines = [ln for ln in str(exc).splitlines()[1:] if ln.strip()]
-        return b"", None, ["Your code did not compile. NVRTC says:", *[f"  {ln}" for ln in lines[:20]]]
-    res = cuda.parse_ptxas_report(log, arch).get(ex.kernel)
-    if res is None:
-        return b"", None, [f'Your cell compiled but defines no kernel `extern "C" __global__ void {ex.kernel}(...)`; '
-                           f"the checker launches that name."]
-    return cubin, res, []
+    return ex.files.compile(source, arch)
 
 
 STARTUP_LIMIT_S = 180   # the child's imports and CuPy's first compiles, before the kernel runs
@@ -113,15 +90,16 @@ def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
 SANITIZER_TOOLS = ("memcheck", "racecheck")
 
 
-def _run_child(ex: KernelExercise, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
-               launch: dict) -> dict:
-    """Run the kernel in a child process (so a hang or fault cannot take the notebook's GPU context)."""
+def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
+              launch: dict) -> dict:
+    """Run ``live`` (a cases function) on the cubin's ``kernel`` in a child process, so a hang or
+    fault cannot take the notebook's GPU context."""
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        spec = json.dumps({"exercise": ex.name, "cubin": path, "time_it": time_it and tool is None,
+        spec = json.dumps({"cases": cases_address(live), "kernel": kernel, "sizes": list(sizes), "cubin": path, "time_it": time_it and tool is None,
                            "launch": launch, "no_pool": tool is not None})
         cmd = [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec]
         if tool is not None:
@@ -232,11 +210,11 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     if launch is None:
         lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
         return Verdict("\n".join(lines), False)
-    run = _run_child(ex, cubin, time_limit_s, None, time_it=static_ok, launch=launch)
+    run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=static_ok, launch=launch)
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
     for tool in SANITIZER_TOOLS if sanitize else ():
-        clean, more = _sanitizer_lines(tool, _run_child(ex, cubin, time_limit_s, tool, False, launch), time_limit_s)
+        clean, more = _sanitizer_lines(tool, run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, tool, False, launch), time_limit_s)
         ok, lines = ok and clean, lines + more
     verdict = static_ok and ok
     lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again. "
@@ -247,10 +225,7 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
 def resources(name: str, source: str) -> cuda.KernelResources:
     """What ptxas gives ``source`` for this GPU (the recorded GPU's architecture in replay), with no
     verdict: the compile report alone. A source that does not compile raises with NVRTC's log."""
-    _, res, problems = compile_exercise(exercise(name), source, cuda.target_arch())
-    if problems:
-        raise ValueError("\n".join(problems))
-    return res
+    return exercise(name).files.resources(source, cuda.target_arch())
 
 
 def starter(name: str) -> str:

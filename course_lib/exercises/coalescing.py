@@ -1,0 +1,171 @@
+"""Notebook 04's exercise checks: sectors per warp request, and fixing a kernel's coalescing. Each
+returns a Verdict and never raises on a wrong answer.
+
+The fix check compiles the learner's CUDA source with NVRTC in every mode. With no GPU it checks it
+*structurally*: it reads the kernel's index arithmetic (``fix_checks``' small C-expression evaluator,
+integers only), runs it for every thread of a small launch in Python to prove each element is
+written once and correctly, and counts the sectors of a warp with ``course_lib.models.memory``. On a
+GPU it also runs the kernel in the kernel checker's child process, compares it with a reference,
+and times it against the course's own version.
+"""
+from __future__ import annotations
+
+import re
+
+from course_lib.exercises.base import Verdict
+from course_lib.exercises.fix_checks import (
+    _bracket,
+    _c_expr,
+    _check_answers,
+    _compile,
+    _eval,
+    _live,
+    _run_fix,
+    _strip_comments,
+    _Unreadable,
+)
+from course_lib.exercises.kernel import cases
+from course_lib.models import memory
+
+SECTOR_QUESTIONS = {
+    "fp32, unit stride, aligned": dict(pattern="unit", element_bytes=4),
+    "fp32, unit stride, starting 4 bytes past a sector boundary": dict(pattern="unit", element_bytes=4, offset_bytes=4),
+    "fp32, stride 2": dict(pattern="strided", element_bytes=4, stride=2),
+    "bf16 (2 B), unit stride, aligned": dict(pattern="unit", element_bytes=2),
+    "float4 (16 B), unit stride, aligned": dict(pattern="unit", element_bytes=16),
+    "fp32, stride 4096 (a column of a 4096-wide matrix)": dict(pattern="strided", element_bytes=4, stride=4096),
+    "fp32, unit stride, only 8 lanes active": dict(pattern="unit", element_bytes=4, active_lanes=8),
+}
+
+
+def sectors_of(question: str) -> int:
+    kw = SECTOR_QUESTIONS[question]
+    return memory.sector_count(memory.warp_addresses(**kw), kw["element_bytes"]).n_sectors
+
+
+def check_sectors(answers) -> Verdict:
+    """Exercise: how many 32-byte sectors each warp request touches."""
+    return _check_answers(answers, SECTOR_QUESTIONS, sectors_of, "sectors",
+                          "list the byte range each lane touches and count the 32-byte blocks it covers")
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch in "([") - (ch in ")]")
+        if ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _body(src: str, kernel: str) -> str:
+    m = re.search(r'extern\s+"C"\s+__global__\s+void\s+' + re.escape(kernel) + r"\s*\(", src)
+    if not m:
+        raise _Unreadable(f'no `extern "C" __global__ void {kernel}(...)` in the source')
+    brace = src.index("{", m.end())
+    inner, _ = _bracket(src, brace, "{", "}")
+    return inner
+
+
+_DECL = re.compile(r"^\s*(?:const\s+)?(?:int|long long|size_t|unsigned(?:\s+int)?)\s+(.*)$", re.S)
+
+
+def _scale_kernel_program(src: str):
+    """(declarations, guard, out index, in index, value scale) of the exercise's elementwise kernel."""
+    body = _body(_strip_comments(src), "my_scale")
+    decls, store = [], None
+    for stmt in body.split(";"):
+        s = stmt.strip()
+        if not s:
+            continue
+        if m := _DECL.match(s):
+            for part in _split_top(m.group(1)):
+                name, _, expr = part.partition("=")
+                if not expr or not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", name):
+                    raise _Unreadable(f"could not read the declaration {part.strip()!r}")
+                decls.append((name.strip(), _c_expr(expr)))
+        elif "out[" in s:
+            if store is not None:
+                raise _Unreadable("the check expects one store to out[...]")
+            store = s
+        else:
+            raise _Unreadable(f"the check does not follow the statement {s[:60]!r}")
+    if store is None:
+        raise _Unreadable("no store to out[...] found")
+    guard = None
+    if store.startswith("if"):
+        cond, after = _bracket(store, store.index("("), "(", ")")
+        guard, store = _c_expr(cond), store[after:].strip()
+    lhs, _, rhs = store.partition("=")
+    out_idx, _ = _bracket(lhs, lhs.index("["))
+    if "in[" not in rhs:
+        raise _Unreadable("the value stored should read in[...]")
+    in_idx, _ = _bracket(rhs, rhs.index("in[") + 2)
+    return decls, guard, _c_expr(out_idx), _c_expr(in_idx)
+
+
+def _scale_structure(src: str, n_small: int = 64, n_warp: int = 4096) -> tuple[bool, str, int]:
+    """(correct, explanation, sectors per warp read at n_warp) by evaluating the kernel's index arithmetic."""
+    decls, guard, out_idx, in_idx = _scale_kernel_program(src)
+
+    def thread(bx, by, tx, ty, n):
+        env = {"bx": bx, "by": by, "tx": tx, "ty": ty, "bdx": 32, "bdy": 8, "rows": n, "cols": n}
+        for name, code in decls:
+            env[name] = _eval(code, env)
+        if guard is not None and not _eval(guard, env):
+            return None
+        return _eval(out_idx, env), _eval(in_idx, env)
+
+    seen = {}
+    for by in range(n_small // 8):
+        for bx in range(n_small // 32):
+            for ty in range(8):
+                for tx in range(32):
+                    r = thread(bx, by, tx, ty, n_small)
+                    if r is None:
+                        continue
+                    o, i = r
+                    if o != i:
+                        return False, f"thread ({tx}, {ty}) of block ({bx}, {by}) writes out[{o}] from in[{i}]", 0
+                    seen[o] = seen.get(o, 0) + 1
+    if sorted(seen) != list(range(n_small * n_small)) or any(v != 1 for v in seen.values()):
+        return False, (f"on a {n_small} x {n_small} matrix the threads write {len(seen)} distinct elements "
+                       f"(of {n_small * n_small}), some more than once" if seen else "no thread writes anything"), 0
+    warp = [thread(0, 0, tx, 0, n_warp) for tx in range(32)]
+    addrs = [4 * w[1] if w else None for w in warp]
+    if all(a is None for a in addrs):
+        return False, "warp 0 reads nothing", 0
+    return True, "every element is written once, from the right place", memory.sector_count(addrs, 4).n_sectors
+
+
+def check_coalescing_fix(src: str, n: int = 4096) -> Verdict:
+    """Exercise: make ``my_scale`` (out = 2 * in on an n x n matrix, block (32, 8)) read and write coalesced."""
+    if not isinstance(src, str) or "my_scale" not in src:
+        return Verdict("Pass the CUDA source string that defines my_scale.", False)
+    cubin, verdict = _compile(src, "my_scale")
+    if cubin is None:
+        return verdict
+    try:
+        correct, why, sectors = _scale_structure(src)
+    except _Unreadable as exc:
+        correct, why, sectors = None, str(exc), None
+    if correct is False:
+        return Verdict(f"Not correct yet: {why}.", False)
+    if not _live():
+        if correct is None:
+            return Verdict(f"It compiles, but the structural check could not follow it ({why}). "
+                           "Timing and a full check need a GPU (live mode).", False)
+        if sectors > 4:
+            return Verdict(f"Correct, but a warp's read still touches {sectors} sectors (4 is the minimum for 32 "
+                           "floats): consecutive lanes should touch consecutive addresses.", False)
+        return Verdict(f"Correct (structural check: {why}) and coalesced: a warp's read touches {sectors} sectors "
+                       "(sector model). Timing needs a GPU: in live mode this check also runs and times it.", True)
+    tail = f" (sector model: {sectors} sectors per warp read)" if sectors else ""
+    return _run_fix(cases.coalescing_fix_cases, "my_scale", cubin, n,
+                    slow="Correct, but slow: {mine:.0f} µs ({gbps:,.0f} GB/s) against {course:.0f} µs for coalesced "
+                         "indexing, measured now" + tail + ".",
+                    fast="Correct and coalesced: {mine:.0f} µs ({gbps:,.0f} GB/s), the course's coalesced version "
+                         "{course:.0f} µs, measured now" + tail + ".")

@@ -1,0 +1,431 @@
+"""The live cases of the kernel exercises, run in the checker's child process (``runner``): each
+``*_cases(fn, sizes, time_it, **launch)`` builds the exercise's inputs at each size, launches the
+learner's kernel ``fn``, compares it with a reference (CuPy, float64 where it matters), and, when
+every case passed and ``time_it``, times it beside the course kernel that moves the same bytes.
+A ``KernelExercise`` carries its own cases function; the sizes and shapes here are theirs."""
+from __future__ import annotations
+
+from course_lib.core import cuda
+from course_lib.core.timing import benchmark
+from course_lib.launch.elementwise import geometry as elementwise_launch
+from course_lib.launch.exercise_kernels import MYSTERY_THREADS
+from course_lib.launch.fusion import FAMILY, row_threads, run_rmsnorm
+from course_lib.launch.pipeline import run_specialized, run_stream
+from course_lib.measure.experiments import check_close
+
+GEMM_SHAPES = ((1, 1, 1), (65, 63, 9), (127, 129, 33), (512, 512, 512), (1000, 333, 77))
+MYSTERY_TIMED_SHAPE = (16384, 4096)   # rows × cols of the timed run (256 MiB in, 256 MiB out)
+MYSTERY_SHAPES = ((1, 1), (3, 1025), (257, 1000), (1000, 33), (4097, 1024), (16384, 1024), (77, 4099))
+TILE_SHAPES = ((1, 1), (65, 63), (1000, 333), (130, 4099), (4097, 4097))
+TILE_TIMED_SHAPE = (8192, 8192)
+FUSED_SHAPES = ((1, 1), (3, 5), (257, 1000), (1000, 33), (4097, 1024))
+FUSED_TIMED_SHAPE = (16384, 4096)
+PIPELINE_THREADS = 256
+SPECIALIZED_THREADS = 160   # warp 0: the producer (lane 0); warps 1-4: the consumers
+
+
+def persistent_blocks(sm_count: int, max_threads_per_sm: int) -> int:
+    """The checker's persistent grid: as many 256-thread blocks as every SM holds at once."""
+    return sm_count * max(1, max_threads_per_sm // 256)
+
+
+def _first_wrong(got, want, shape=None, rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
+    """The first element that differs (beyond float32 rounding), with its index and both values."""
+    import cupy
+
+    bad = ~cupy.isclose(got, want, rtol=rtol, atol=atol)
+    if not bool(bad.any()):
+        return None
+    i = int(cupy.argmax(bad))
+    where = f"index {i}" if shape is None else f"row {i // shape[1]}, column {i % shape[1]}"
+    return f"first wrong element at {where}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
+
+
+SENTINEL = 12345.0   # written past the end of each output: a kernel that overwrites it wrote out of bounds
+
+
+def _output(n: int, spare: int):
+    """An output of n NaNs (an element never written fails the check) and ``spare`` sentinels after it."""
+    import cupy
+
+    out = cupy.full(n + spare, cupy.nan, dtype=cupy.float32)
+    out[n:] = SENTINEL
+    return out
+
+
+def _overrun(out, n: int) -> int | None:
+    """How far past element n the first overwritten sentinel lies, or None when none was touched."""
+    import cupy
+
+    hit = out[n:] != SENTINEL
+    return int(cupy.argmax(hit)) if bool(hit.any()) else None
+
+
+TIMING_SAMPLES = 20
+
+
+def _timed(size, yours, course, course_kernel: str, **options) -> dict:
+    """The learner's kernel and the course's, each timed with CUDA events (GPU held), medians in µs;
+    ``options`` go to ``benchmark`` (flush_l2)."""
+
+    mine, ref = benchmark(yours, TIMING_SAMPLES, **options), benchmark(course, TIMING_SAMPLES, **options)
+    return {"size": size, "yours_us": mine.median_s * 1e6, "course_us": ref.median_s * 1e6,
+            "course_kernel": course_kernel, "samples": TIMING_SAMPLES}
+
+
+def scale_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    grid, block, guard = (4 * sms,), (256,), 64
+    out = {"cases": []}
+    for n in sizes:
+        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
+        y = _output(n, guard)
+        fn(grid, block, (y, x, np.float32(1.5), np.int64(n)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(y[:n], x * np.float32(1.5))
+        if wrong is None and (past := _overrun(y, n)) is not None:
+            wrong = f"it wrote past the end: element {n + past} of an array of {n}"
+        out["cases"].append({"size": n, "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = sizes[-1]
+        x = cupy.ones(n, dtype=cupy.float32)
+        y = cupy.empty(n, dtype=cupy.float32)
+        copy = cuda.kernel("elementwise", "copy")
+        out["timing"] = _timed(n,
+                               lambda: fn(grid, block, (y, x, np.float32(1.5), np.int64(n))),
+                               lambda: copy(((n + 255) // 256,), (256,), (y, x, np.int64(n))),
+                               "elementwise.copy")
+    return out
+
+
+# Columns per row count: one column, odd widths, a width past 1024.
+ROW_SUM_COLS = {1: 1, 3: 67, 255: 130, 1001: 63, 4099: 1025}
+
+
+def row_sum_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    out, guard = {"cases": []}, 128
+    for rows in sizes:
+        cols = ROW_SUM_COLS[rows]
+        a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32) - 0.5
+        got = _output(rows, guard)
+        fn(((rows + 127) // 128,), (128,), (got, a, np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        want = (a.astype(cupy.float64) ** 2).sum(axis=1).astype(cupy.float32)
+        wrong = _first_wrong(got[:rows], want)
+        if wrong is None and (past := _overrun(got, rows)) is not None:
+            wrong = f"it wrote past the end: out[{rows + past}] of {rows} rows"
+        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+    return out
+
+
+def warm_up() -> None:
+    """CuPy's own kernels that the cases use, compiled before the time limit starts."""
+    import cupy
+
+    x = cupy.random.default_rng(0).random(8, dtype=cupy.float32)
+    bad = ~cupy.isclose(x, x, rtol=1e-5, atol=1e-6)
+    int(cupy.argmax(bad))
+    bool((x != 1.0).any())
+    (x.astype(cupy.float64) ** 2).reshape(2, 4).sum(axis=1).astype(cupy.float32)
+    cupy.full(8, cupy.nan, dtype=cupy.float32)
+    x.reshape(2, 4).T.ravel()
+    y = x.reshape(2, 4).astype(cupy.float64)
+    bool((~(cupy.abs((y @ y.T).ravel() - 1.0) <= 1.0)).any())
+    v = cupy.random.default_rng(0).standard_normal(8, dtype=cupy.float32).reshape(2, 4) + x[:4]
+    (v.astype(cupy.float64) / cupy.sqrt((y ** 2).mean(axis=1, keepdims=True)) * cupy.tanh(y)).ravel()
+    cupy.cuda.Device().synchronize()
+
+
+# Columns per row count of the transpose: square, tall, wide, and a single element.
+TRANSPOSE_COLS = {1: 1, 31: 33, 257: 100, 1024: 1024, 3001: 999}
+
+
+def transpose_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    out, guard = {"cases": []}, 64
+    for rows in sizes:
+        cols = TRANSPOSE_COLS[rows]
+        a = cupy.random.default_rng(rows).random((rows, cols), dtype=cupy.float32)
+        got = _output(rows * cols, guard)
+        grid, block = ((cols + 31) // 32, (rows + 31) // 32), (32, 8)
+        fn(grid, block, (got, a, np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(got[:rows * cols], a.T.ravel(), shape=(cols, rows))
+        if wrong is None and _overrun(got, rows * cols) is not None:
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = 8192
+        a = cupy.ones((n, n), dtype=cupy.float32)
+        b = cupy.empty((n, n), dtype=cupy.float32)
+        grid, block = (n // 32, n // 32), (32, 8)
+        course = cuda.kernel("transpose", "transpose_padded")
+        out["timing"] = _timed(n * n,
+                               lambda: fn(grid, block, (b, a, np.int32(n), np.int32(n))),
+                               lambda: course(grid, block, (b, a, np.int32(n), np.int32(n))),
+                               "transpose.transpose_padded")
+    return out
+
+
+def tile_gemm_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    out, guard = {"cases": []}, 64
+    for index in sizes:
+        m, n, k = GEMM_SHAPES[index]
+        rng = cupy.random.default_rng(index)
+        a = rng.random((m, k), dtype=cupy.float32) - 0.5
+        b = rng.random((k, n), dtype=cupy.float32) - 0.5
+        c = _output(m * n, guard)
+        fn(((n + 63) // 64, (m + 63) // 64), (512,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
+        cupy.cuda.Device().synchronize()
+        want = (a.astype(cupy.float64) @ b.astype(cupy.float64)).ravel()
+        got = c[:m * n].astype(cupy.float64)
+        tol = 1e-5 * max(1.0, k / 1024) * float(cupy.abs(want).max())
+        bad = ~(cupy.abs(got - want) <= tol)
+        wrong = None
+        if bool(bad.any()):
+            i = int(cupy.argmax(bad))
+            wrong = f"first wrong element at row {i // n}, column {i % n}: expected {float(want[i]):.7g}, got {float(got[i]):.7g}"
+        elif _overrun(c, m * n) is not None:
+            wrong = "it wrote past the end of C"
+        out["cases"].append({"size": f"{m}×{n}×{k}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(x["passed"] for x in out["cases"]):
+        n = 2048
+        a = cupy.ones((n, n), dtype=cupy.float32)
+        c = cupy.empty((n, n), dtype=cupy.float32)
+        course = cuda.kernel("gemm_fp32", "sgemm_reg1d")
+        args = (a, a, c, np.int32(n), np.int32(n), np.int32(n))
+        out["timing"] = _timed(f"{n}×{n}×{n}",
+                               lambda: fn((n // 64, n // 64), (512,), args),
+                               lambda: course((n // 64, n // 64), (512,), args),
+                               "gemm_fp32.sgemm_reg1d")
+    return out
+
+
+def _row_reference(op: str, x, w):
+    import cupy
+
+    x64 = x.astype(cupy.float64)
+    if op == "row_sums":
+        return x64.sum(axis=1).astype(cupy.float32)
+    return (x64 / cupy.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w.astype(cupy.float64)).astype(cupy.float32)
+
+
+def _row_cases(fn, sizes, time_it: bool, rows_per_block: int, op: str) -> dict:
+    """A kernel over the rows of a matrix (``op``: "rms_norm" writes rows × cols, "row_sums" one float
+    per row), at each shape with room past both arrays (one block's worth of rows): reads there find
+    data, not a fault, and writes there hit a sentinel that says the kernel wrote past the end."""
+    import cupy
+    import numpy as np
+
+    def launch(out, x, w, rows, cols):
+        args = (out, x, w) if op == "rms_norm" else (out, x)
+        fn((-(-rows // rows_per_block),), (MYSTERY_THREADS,), (*args, np.int32(rows), np.int32(cols)))
+
+    out = {"cases": []}
+    for index in sizes:
+        rows, cols = MYSTERY_SHAPES[index]
+        spare_rows = MYSTERY_THREADS + rows_per_block
+        rng = cupy.random.default_rng(index)
+        x_all = rng.random((rows + spare_rows) * cols, dtype=cupy.float32) - 0.5
+        w = rng.random(cols, dtype=cupy.float32) + 0.5
+        n_out = rows * cols if op == "rms_norm" else rows
+        got = _output(n_out, spare_rows * (cols if op == "rms_norm" else 1) + 64)
+        launch(got, x_all, w, rows, cols)
+        cupy.cuda.Device().synchronize()
+        want = _row_reference(op, x_all[:rows * cols].reshape(rows, cols), w).ravel()
+        shape = (rows, cols) if op == "rms_norm" else None
+        atol = 1e-5 if op == "rms_norm" else 1e-5 * cols ** 0.5   # a sum's rounding grows with its length
+        wrong = _first_wrong(got[:n_out], want, shape=shape, rtol=1e-4, atol=atol)
+        if wrong is None and (past := _overrun(got, n_out)) is not None:
+            wrong = f"it wrote past the end of out: {past:,} elements after its last"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = MYSTERY_TIMED_SHAPE
+        x = cupy.random.default_rng(1).random((rows, cols), dtype=cupy.float32)
+        w = cupy.ones(cols, dtype=cupy.float32)
+        y = cupy.empty_like(x) if op == "rms_norm" else cupy.empty(rows, dtype=cupy.float32)
+        course, name = _course_row_kernel(op, x, w)
+        out["timing"] = _timed(f"{rows}×{cols}", lambda: launch(y, x, w, rows, cols), course, name)
+    return out
+
+
+def _course_row_kernel(op: str, x, w):
+    """The course kernel that moves the same bytes: the one-pass RMSNorm, or RMSNorm's row statistics
+    (which read each row once and write one float, as row sums do)."""
+    import cupy
+    import numpy as np
+
+    rows, cols = x.shape
+    if op == "rms_norm":
+        y = cupy.empty_like(x)
+        return (lambda: run_rmsnorm(y, x, w, "one pass")), "fusion.rmsnorm_one_pass"
+    stats = cupy.empty(rows, dtype=cupy.float32)
+    kernel = cuda.kernel(FAMILY, "rmsnorm_row_stats")
+    return (lambda: kernel((rows,), (row_threads(cols),), (stats, x, np.int32(cols), np.float32(1e-6)))), \
+        "fusion.rmsnorm_row_stats"
+
+
+def rms_norm_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
+    return _row_cases(fn, sizes, time_it, rows_per_block, "rms_norm")
+
+
+def warp_row_sums_cases(fn, sizes, time_it: bool, rows_per_block: int) -> dict:
+    return _row_cases(fn, sizes, time_it, rows_per_block, "row_sums")
+
+
+def scale_tiles_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    attrs = cupy.cuda.Device().attributes
+    sms = persistent_blocks(attrs["MultiProcessorCount"], attrs["MaxThreadsPerMultiProcessor"])
+    out, guard = {"cases": []}, 64 * 4097 + 64          # a tile row's worth past the end
+    for index in sizes:
+        rows, cols = TILE_SHAPES[index]
+        x = cupy.random.default_rng(index).random(rows * cols + guard, dtype=cupy.float32)
+        y = _output(rows * cols, guard)
+        fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols)))
+        cupy.cuda.Device().synchronize()
+        wrong = _first_wrong(y[:rows * cols], x[:rows * cols] * np.float32(1.5), shape=(rows, cols))
+        if wrong is None and _overrun(y, rows * cols) is not None:
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = TILE_TIMED_SHAPE
+        n = rows * cols
+        x, y = cupy.ones(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
+        grid, block = elementwise_launch("copy_vec4", n)
+        copy = cuda.kernel("elementwise", "copy_vec4")
+        out["timing"] = _timed(f"{rows}×{cols}",
+                               lambda: fn((sms,), (256,), (y, x, np.float32(1.5), np.int32(rows), np.int32(cols))),
+                               lambda: copy(grid, block, (y, x, np.int64(n))),
+                               "elementwise.copy_vec4")
+    return out
+
+
+def fused_epilogue_cases(fn, sizes, time_it: bool) -> dict:
+    import cupy
+    import numpy as np
+
+    def launch(y, x, bias, res, rows, cols):
+        total = rows * cols
+        fn((-(-total // 256),), (256,), (y, x, bias, res, np.int32(cols), np.int64(total)))
+
+    out, guard = {"cases": []}, 256
+    for index in sizes:
+        rows, cols = FUSED_SHAPES[index]
+        rng = cupy.random.default_rng(index)
+        x, res = (rng.standard_normal(rows * cols, dtype=cupy.float32) for _ in range(2))
+        bias = rng.standard_normal(cols, dtype=cupy.float32)
+        y = _output(rows * cols, guard)
+        launch(y, x, bias, res, rows, cols)
+        cupy.cuda.Device().synchronize()
+        v = (x.reshape(rows, cols) + bias).astype(cupy.float64)
+        want = (0.5 * v * (1 + cupy.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))).ravel() + res
+        wrong = _first_wrong(y[:rows * cols], want.astype(cupy.float32), shape=(rows, cols), rtol=2e-3, atol=2e-3)
+        if wrong is None and _overrun(y, rows * cols) is not None:
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": f"{rows}×{cols}", "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        rows, cols = FUSED_TIMED_SHAPE
+        n = rows * cols
+        x, res, y = cupy.ones(n, dtype=cupy.float32), cupy.ones(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
+        bias = cupy.zeros(cols, dtype=cupy.float32)
+        grid, block = elementwise_launch("vector_add_vec4", n)
+        add = cuda.kernel("elementwise", "vector_add_vec4")
+        out["timing"] = _timed(f"{rows}×{cols}",
+                               lambda: launch(y, x, bias, res, rows, cols),
+                               lambda: add(grid, block, (y, x, res, np.int64(n))),
+                               "elementwise.vector_add_vec4")
+    return out
+
+
+def _sum_squares_cases(fn, sizes, time_it: bool, threads: int, course, course_kernel: str) -> dict:
+    """A sum-of-squares kernel on one block of ``threads`` per SM: out[0] against a float64 sum at each
+    size, then timed beside ``course(x, partial, sms)``, the course's kernel for the same bytes."""
+    import cupy
+    import numpy as np
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = {"cases": []}
+    for n in sizes:
+        x = cupy.random.default_rng(n).random(n, dtype=cupy.float32) - 0.5
+        total = cupy.zeros(1, dtype=cupy.float32)
+        fn((sms,), (threads,), (total, x, np.int64(n)))
+        cupy.cuda.Device().synchronize()
+        want = float((x.astype(cupy.float64) ** 2).sum())
+        got = float(total[0])
+        ok = abs(got - want) <= 1e-4 * abs(want) + 1e-6
+        out["cases"].append({"size": n, "passed": ok,
+                             "first_wrong": None if ok else f"the sum is {got:.7g}, the float64 reference {want:.7g}"})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n = sizes[-1]
+        x = cupy.ones(n, dtype=cupy.float32)
+        total, partial = cupy.zeros(1, dtype=cupy.float32), cupy.zeros(sms, dtype=cupy.float32)
+        out["timing"] = _timed(n, lambda: fn((sms,), (threads,), (total, x, np.int64(n))),
+                               lambda: course(x, partial, sms), course_kernel)
+    return out
+
+
+def async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
+    return _sum_squares_cases(fn, sizes, time_it, PIPELINE_THREADS,
+                              lambda x, partial, sms: run_stream("stream_cp_async", x, partial, sms, stages=2),
+                              "pipeline.stream_cp_async (2 stages, one block per SM)")
+
+
+def warp_specialized_cases(fn, sizes, time_it: bool) -> dict:
+    return _sum_squares_cases(fn, sizes, time_it, SPECIALIZED_THREADS,
+                              lambda x, partial, sms: run_specialized(x, partial, stages=4, work=0),
+                              "pipeline.stream_specialized (4 stages of 16 KiB, one block per SM)")
+
+
+def _matrix_fix_cases(fn, n: int, time_it: bool, grid, args, want, reference: str, course_kernel: str, course_args) -> dict:
+    """Notebooks 04 and 05's fix-the-kernel checks: one n × n launch of block (32, 8) compared exactly
+    with ``want``, then (when it is right) timed beside the course's version with the L2 flushed
+    before each sample. The case's first_wrong is the max error against ``reference``."""
+    import cupy
+
+    fn(grid, (32, 8), args)
+    cupy.cuda.Device().synchronize()
+    check = check_close(args[0], want, reference, 0.0)
+    out = {"cases": [{"size": f"{n}×{n}", "passed": check["passed"],
+                      "first_wrong": None if check["passed"] else f"max error {check['max_abs_err']:.3g} against {reference}"}]}
+    if check["passed"] and time_it:
+        course = cuda.kernel(*course_kernel.split("."))
+        out["timing"] = _timed(f"{n}×{n}", lambda: fn(grid, (32, 8), args), lambda: course(grid, (32, 8), course_args),
+                               course_kernel, flush_l2=True)
+    return out
+
+
+def coalescing_fix_cases(fn, sizes, time_it: bool) -> dict:
+    """Notebook 04's ``my_scale(out, in, rows, cols)``: out = 2 · in, beside coalescing.scale_rows."""
+    import cupy
+    import numpy as np
+
+    n = sizes[-1]
+    a = cupy.random.random((n, n), dtype=cupy.float32)
+    args = (cupy.full_like(a, -1), a, np.int32(n), np.int32(n))
+    return _matrix_fix_cases(fn, n, time_it, ((n + 31) // 32, (n + 7) // 8), args, 2 * a, "2 * in", "coalescing.scale_rows", args)
+
+
+def transpose_fix_cases(fn, sizes, time_it: bool) -> dict:
+    """Notebook 05's ``my_transpose(out, in, n)``: out = inᵀ, beside transpose.transpose_padded."""
+    import cupy
+    import numpy as np
+
+    n = sizes[-1]
+    a = cupy.random.random((n, n), dtype=cupy.float32)
+    out = cupy.full_like(a, -1)
+    return _matrix_fix_cases(fn, n, time_it, ((n + 31) // 32, (n + 31) // 32), (out, a, np.int32(n)), a.T, "a.T",
+                             "transpose.transpose_padded", (out, a, np.int32(n), np.int32(n)))

@@ -1,0 +1,42 @@
+#define ASYNC_WAIT_NS 500000000ull   // a barrier wait that lasts 0.5 s traps instead of hanging
+#include "async_copy.cuh"            // smem_u32, mbar_init, mbar_init_fence, mbar_arrive, mbar_expect_bytes, mbar_wait
+#define STAGES 4
+#define CONSUMERS 128                // warps 1-4 sum; lane 0 of warp 0 is the producer
+#define TILE4 512                    // float4s per tile (8 KiB): four per consumer thread
+
+// One TMA bulk copy, global -> shared; the barrier counts its bytes as they land.
+__device__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// A consumer is done with a slot: order its reads before the TMA's refill, then count it on `empty`.
+__device__ void release(u32 empty) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); mbar_arrive(empty); }
+__device__ float sum_squares4(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+
+// out[0] += the sum of squares of in[0 .. n), n a multiple of 4. Launch: one block of 160 threads per SM.
+extern "C" __global__ void sum_squares(float* out, const float* in, long long n) {
+    __shared__ __align__(128) float4 slot[STAGES][TILE4];
+    __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
+    const long long n4 = n / 4, tiles = (n4 + TILE4 - 1) / TILE4;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) { mbar_init(smem_u32(&full[s]), 1); mbar_init(smem_u32(&empty[s]), CONSUMERS); }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    float acc = 0.0f;
+    if (threadIdx.x == 0) {                               // the producer
+        for (long long t = blockIdx.x, j = 0; t < tiles; t += gridDim.x, ++j) {
+            const int s = (int)(j % STAGES);
+            // TODO: wait until the consumers have emptied slot s, tell full[s] how many bytes
+            // to expect, and bulk-load tile t into it.
+        }
+    } else if (threadIdx.x >= 32) {                       // the consumers
+        const int c = threadIdx.x - 32;
+        for (long long t = blockIdx.x, j = 0; t < tiles; t += gridDim.x, ++j) {
+            const int s = (int)(j % STAGES);
+            // TODO: wait until slot s is full, sum your float4s of it, release it.
+        }
+    }
+    for (int step = 16; step > 0; step /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, step);
+    if (threadIdx.x % 32 == 0) atomicAdd(out, acc);
+}
