@@ -25,7 +25,7 @@ def test_softmax_of_a_row_with_minus_infinity_and_a_spilled_variant():
     ref = cupy.exp(x.astype(cupy.float64) - x.max(1, keepdims=True))
     ref /= ref.sum(1, keepdims=True)
     out, stats = cupy.empty_like(x), cupy.empty(6, dtype=cupy.float32)
-    for plan in ("one pass", "two pass"):
+    for plan in (fusion.RowPlan.ONE_PASS, fusion.RowPlan.TWO_PASS):
         out.fill(np.nan)
         fusion.run_softmax(out, x, plan, stats)
         assert float(cupy.abs(out - ref).max()) <= 1e-4 * float(ref.max()), plan

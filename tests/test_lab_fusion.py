@@ -8,6 +8,7 @@ import pytest
 from course_lib.exercises.fusion import check_bytes_saved, check_faster
 from course_lib.labs import fusion as lab_fusion
 from course_lib.launch import fusion as fusion_launch
+from course_lib.launch import gemm_bf16
 from course_lib.measure import experiments
 from course_lib.models import fusion
 
@@ -153,7 +154,7 @@ def test_recorded_epilogue_plans_launch_what_they_say(epilogue):
     rows = lab_fusion.epilogue_rows(epilogue)
     kernels = {r["plan"]: r["kernels"] for r in rows}
     assert kernels["course GEMM, fused bias + GELU + residual"] == 1
-    assert kernels[lab_fusion.BIAS_ONLY] == 1
+    assert kernels[lab_fusion.BIAS_ONLY.label] == 1
     assert kernels["course GEMM + separate epilogue pass"] == 2
 
 
@@ -163,7 +164,7 @@ def test_recorded_fused_bias_and_gelu_cost_at_most_3_percent_at_4096(epilogue):
     rows = lab_fusion.epilogue_rows(epilogue)
     assert _over_plain(rows, "course GEMM, fused bias + GELU") <= 3.0
     assert 3.0 < _over_plain(rows, "course GEMM, fused bias + GELU + residual") < 6.0
-    assert _over_plain(rows, lab_fusion.BIAS_ONLY) < 1.0
+    assert _over_plain(rows, lab_fusion.BIAS_ONLY.label) < 1.0
 
 
 def test_recorded_16_byte_stores_speed_the_gemm_and_the_residual(epilogue):
@@ -171,50 +172,96 @@ def test_recorded_16_byte_stores_speed_the_gemm_and_the_residual(epilogue):
     most where the GEMM is short; over the plain GEMM with the same stores, bias + GELU stays under
     3%, and the residual, whose loads widen too, falls from over 3% to under it."""
     rows = lab_fusion.epilogue_rows(epilogue)
-    staged = lab_fusion.STAGED
-    gains = [-_over_plain(rows, lab_fusion.PLAIN_GEMM + staged, f"4096x4096x{k}") for k in (4096, 1024, 256)]
+    gains = [-_over_plain(rows, lab_fusion.PLAIN_STAGED.label, f"4096x4096x{k}") for k in (4096, 1024, 256)]
     assert 0 < gains[0] < gains[1] < gains[2]
     same = "over plain, same stores"
-    assert _over_plain(rows, lab_fusion.GELU_FUSED + staged, column=same) <= 3.0
-    assert _over_plain(rows, lab_fusion.RESIDUAL_FUSED + staged, column=same) <= 3.0 < _over_plain(rows, lab_fusion.RESIDUAL_FUSED, column=same)
-    assert _over_plain(rows, lab_fusion.RESIDUAL_FUSED + staged) < _over_plain(rows, lab_fusion.RESIDUAL_FUSED)
+    residual, residual_staged = lab_fusion.RESIDUAL_FUSED.label, lab_fusion.RESIDUAL_STAGED.label
+    assert _over_plain(rows, lab_fusion.GELU_STAGED.label, column=same) <= 3.0
+    assert _over_plain(rows, residual_staged, column=same) <= 3.0 < _over_plain(rows, residual, column=same)
+    assert _over_plain(rows, residual_staged) < _over_plain(rows, residual)
 
 
 def test_profile_rows_leave_out_plans_a_gpu_could_not_run(epilogue):
     """Below sm_90 there are no 16-byte-store plans: the ncu table lists the four others."""
-    older = dataclasses.replace(epilogue, cases=[c for c in epilogue.cases if not c.params["plan"].endswith(lab_fusion.STAGED)])
-    assert [r["plan"] for r in lab_fusion.epilogue_profile_rows(older)] == list(lab_fusion.EPILOGUE_PROFILED[:4])
+    older = dataclasses.replace(epilogue, cases=[c for c in epilogue.cases
+                                                 if not lab_fusion.EPILOGUE_PLANS[c.params["plan"]].staged_stores])
+    assert [r["plan"] for r in lab_fusion.epilogue_profile_rows(older)] == [p.label for p in lab_fusion.EPILOGUE_PROFILED[:4]]
 
 
-def test_course_gemm_defines_follow_the_plan_names():
-    assert lab_fusion.course_gemm_defines(lab_fusion.PLAIN_GEMM) is None
-    assert lab_fusion.course_gemm_defines(lab_fusion.PLAIN_GEMM + lab_fusion.STAGED) == {"TC_STAGE_C": 1}
-    assert lab_fusion.course_gemm_defines(lab_fusion.BIAS_ONLY) == {"TC_EPILOGUE": 1, "TC_EPILOGUE_GELU": 0}
-    assert lab_fusion.course_gemm_defines(lab_fusion.RESIDUAL_FUSED + lab_fusion.STAGED) == {"TC_EPILOGUE": 2, "TC_STAGE_C": 1}
-    assert lab_fusion.course_gemm_defines(lab_fusion.RESIDUAL_FUSED + ", libm tanhf") == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
+# Every course GEMM plan of fusion.epilogue, by its recorded label, and the -D options it compiles with.
+EPILOGUE_OPTIONS = {
+    "course GEMM (plain)": (),
+    "course GEMM, fused bias only (no GELU)": ("-DTC_EPILOGUE=1", "-DTC_EPILOGUE_GELU=0"),
+    "course GEMM, fused bias + GELU": ("-DTC_EPILOGUE=1",),
+    "course GEMM, fused bias + GELU + residual": ("-DTC_EPILOGUE=2",),
+    "course GEMM, fused bias + GELU + residual, libm tanhf": ("-DTC_EPILOGUE=2", "-DTC_GELU_TANHF=1"),
+    "course GEMM + separate epilogue pass": (),
+    "course GEMM (plain), 16-byte stores": ("-DTC_STAGE_C=1",),
+    "course GEMM, fused bias + GELU, 16-byte stores": ("-DTC_EPILOGUE=1", "-DTC_STAGE_C=1"),
+    "course GEMM, fused bias + GELU + residual, 16-byte stores": ("-DTC_EPILOGUE=2", "-DTC_STAGE_C=1"),
+}
+
+
+def test_each_epilogue_plan_compiles_the_gemm_its_label_names():
+    gemm_plans = {label: p.gemm.options for label, p in lab_fusion.EPILOGUE_PLANS.items() if p.gemm is not None}
+    assert gemm_plans == EPILOGUE_OPTIONS
+    libraries = {label for label, p in lab_fusion.EPILOGUE_PLANS.items() if p.source is lab_fusion.Source.LIBRARY}
+    assert libraries == {"cuBLAS GEMM (torch.mm)", "cuBLAS + PyTorch eager epilogue", "torch.compile (Inductor)"}
+    fused = {label for label, p in lab_fusion.EPILOGUE_PLANS.items() if p.course and p.fused}
+    assert fused == set(EPILOGUE_OPTIONS) - {"course GEMM (plain)", "course GEMM (plain), 16-byte stores",
+                                             "course GEMM + separate epilogue pass"}
+
+
+def test_every_recorded_case_has_a_plan():
+    for name, table in (("fusion.epilogue", lambda c: lab_fusion.EPILOGUE_PLANS),
+                        ("fusion.reductions", lambda c: lab_fusion.REDUCTION_PLANS),
+                        ("fusion.chains", lambda c: lab_fusion.chain_plans(c.params["k"]))):
+        result = experiments.replay(name, experiments.resolve_params(name), "h200")
+        assert all(c.params["plan"] in table(c) for c in result.cases), name
+
+
+def test_row_plans_are_labelled_as_recorded():
+    labels = {p.rows: label for label, p in lab_fusion.REDUCTION_PLANS.items() if p.rows is not None}
+    assert labels == {
+        fusion_launch.RowPlan.ONE_PASS: "course one pass",
+        fusion_launch.RowPlan.TWO_PASS: "course two pass",
+        fusion_launch.RowPlan.SPLIT: "course one pass, split over a cluster of 2",
+        fusion_launch.RowPlan.PREFETCH: "course one pass, persistent, next row prefetched",
+        fusion_launch.RowPlan.HALF_SHARED: "course one pass, half the row in shared memory",
+        fusion_launch.RowPlan.HALF_SHARED_ONE_PER_SM: "course one pass, half the row in shared memory, one block per SM",
+    }
 
 
 def test_recorded_epilogue_profile_counts_each_addition(epilogue):
     """ncu's evidence in notebook 08: the bias adds few instructions, GELU several times more, the
     residual more again and its 32 MiB in DRAM reads; the tensor pipe is busy less as they grow."""
     rows = {r["plan"]: r for r in lab_fusion.epilogue_profile_rows(epilogue)}
-    extra = [rows[p]["more than plain (M)"] for p in lab_fusion.EPILOGUE_PROFILED]
+    extra = [rows[p.label]["more than plain (M)"] for p in lab_fusion.EPILOGUE_PROFILED]
     assert extra[0] == 0 and extra[1] < 1 < 3 < extra[2] < extra[3]
     warp_instructions_per_output = 4096 ** 2 / 32 / 1e6   # M
     assert abs((extra[2] - extra[1]) - 5 * warp_instructions_per_output) < 0.15   # GELU: four fp32 and the tanh
     res, gelu = rows["course GEMM, fused bias + GELU + residual"], rows["course GEMM, fused bias + GELU"]
     assert 30 < res["DRAM read MB"] - gelu["DRAM read MB"] < 40   # the residual: 4096² bf16 = 33.6 MB
     assert res["tensor pipe busy %"] < gelu["tensor pipe busy %"] < rows["course GEMM (plain)"]["tensor pipe busy %"]
-    plain_staged, res_staged = rows[lab_fusion.PLAIN_GEMM + lab_fusion.STAGED], rows[lab_fusion.RESIDUAL_FUSED + lab_fusion.STAGED]
-    assert plain_staged["tensor pipe busy %"] > rows[lab_fusion.PLAIN_GEMM]["tensor pipe busy %"]
+    plain_staged, res_staged = rows[lab_fusion.PLAIN_STAGED.label], rows[lab_fusion.RESIDUAL_STAGED.label]
+    assert plain_staged["tensor pipe busy %"] > rows[lab_fusion.PLAIN_GEMM.label]["tensor pipe busy %"]
     assert 30 < res_staged["DRAM read MB"] - plain_staged["DRAM read MB"] < 40
 
 
-def test_epilogue_defines_name_the_variant():
-    assert fusion_launch.epilogue_defines(False) == {"TC_EPILOGUE": 1}
-    assert fusion_launch.epilogue_defines(True, gelu=False) == {"TC_EPILOGUE": 2, "TC_EPILOGUE_GELU": 0}
-    assert fusion_launch.epilogue_defines(True, libm_tanh=True) == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
-    assert fusion_launch.epilogue_defines(False, staged=True) == {"TC_EPILOGUE": 1, "TC_STAGE_C": 1}
+def test_the_gemm_variants_carry_their_defines():
+    assert gemm_bf16.PLAIN.defines == {} and gemm_bf16.PLAIN_STAGED.defines == {"TC_STAGE_C": 1}
+    assert gemm_bf16.BIAS_ONLY.defines == {"TC_EPILOGUE": 1, "TC_EPILOGUE_GELU": 0}
+    assert gemm_bf16.BIAS_GELU.defines == {"TC_EPILOGUE": 1}
+    assert gemm_bf16.BIAS_GELU_STAGED.defines == {"TC_EPILOGUE": 1, "TC_STAGE_C": 1}
+    assert gemm_bf16.BIAS_RESIDUAL.defines == {"TC_EPILOGUE": 2, "TC_EPILOGUE_GELU": 0}
+    assert gemm_bf16.BIAS_GELU_RESIDUAL.defines == {"TC_EPILOGUE": 2}
+    assert gemm_bf16.BIAS_GELU_RESIDUAL_STAGED.defines == {"TC_EPILOGUE": 2, "TC_STAGE_C": 1}
+    assert gemm_bf16.BIAS_GELU_RESIDUAL_TANHF.defines == {"TC_EPILOGUE": 2, "TC_GELU_TANHF": 1}
+    assert gemm_bf16.SCHEDULED.defines == {"TC_SCHEDULED": 1} and gemm_bf16.NARROW.defines == {"TC_BN": 64, "TC_WN": 32}
+    assert gemm_bf16.with_stages(3).defines == {"TC_STAGES": 3}
+    assert gemm_bf16.PROXY_FENCE.defines == {"TC_PROXY_FENCE": 1} and gemm_bf16.NO_PROXY_FENCE.defines == {"TC_PROXY_FENCE": 0}
+    assert [v.residual for v in (gemm_bf16.BIAS_GELU, gemm_bf16.BIAS_RESIDUAL)] == [False, True]
+    assert [v.gelu for v in (gemm_bf16.PLAIN, gemm_bf16.BIAS_ONLY, gemm_bf16.BIAS_GELU_STAGED)] == [False, False, True]
 
 
 def test_recorded_attention_gap_grows_with_the_sequence():
@@ -256,7 +303,7 @@ def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
     on leaves the 32k one-pass RMSNorm where it was (within 2 points), below the 85% of the copy."""
     red = experiments.replay("fusion.reductions", experiments.resolve_params("fusion.reductions"), "h200")
     row = next(r for r in lab_fusion.reduction_rows(red, "rmsnorm") if r["row length"] == 32768)
-    one, pre = row["course one pass, % of copy"], row[f"course {fusion_launch.PREFETCH}, % of copy"]
+    one, pre = row["course one pass, % of copy"], row[f"course {fusion_launch.RowPlan.PREFETCH.value}, % of copy"]
     assert abs(one - pre) < 2 and pre < 85
 
 
@@ -273,7 +320,7 @@ def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
     one-pass kernels, the split and the prefetch miss there, and beat PyTorch and torch.compile."""
     for op in ("softmax", "rmsnorm"):
         row = next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
-        half = row[f"course {fusion_launch.HALF_SHARED}, % of copy"]
+        half = row[f"course {fusion_launch.RowPlan.HALF_SHARED.value}, % of copy"]
         assert half >= 85 and half > row["course one pass, % of copy"] + 3, row
         others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
         assert half >= max(others), row
@@ -286,15 +333,17 @@ def test_recorded_control_puts_the_half_shared_gain_on_the_second_block(reductio
     rows = {op: next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
             for op in ("softmax", "rmsnorm")}
 
-    def pct(op: str, plan: str) -> float:
-        return rows[op][f"course {plan}, % of copy"]
+    plans = fusion_launch.RowPlan
+
+    def pct(op: str, plan) -> float:
+        return rows[op][f"course {plan.value}, % of copy"]
 
     for op in rows:
-        assert pct(op, fusion_launch.HALF_SHARED_ONE_PER_SM) < pct(op, fusion_launch.HALF_SHARED) - 5
-    assert 0 < pct("softmax", fusion_launch.HALF_SHARED_ONE_PER_SM) - pct("softmax", "one pass") < 5
-    assert pct("rmsnorm", fusion_launch.HALF_SHARED_ONE_PER_SM) < pct("rmsnorm", "one pass")
+        assert pct(op, plans.HALF_SHARED_ONE_PER_SM) < pct(op, plans.HALF_SHARED) - 5
+    assert 0 < pct("softmax", plans.HALF_SHARED_ONE_PER_SM) - pct("softmax", plans.ONE_PASS) < 5
+    assert pct("rmsnorm", plans.HALF_SHARED_ONE_PER_SM) < pct("rmsnorm", plans.ONE_PASS)
     shorter = next(r for r in lab_fusion.reduction_rows(reductions, "softmax") if r["row length"] == 16384)
-    assert shorter[f"course {fusion_launch.HALF_SHARED_ONE_PER_SM}, % of copy"] == "-"   # run at the longest row only
+    assert shorter[f"course {plans.HALF_SHARED_ONE_PER_SM.value}, % of copy"] == "-"   # run at the longest row only
 
 
 def test_the_one_block_per_sm_control_pads_shared_memory_until_one_block_fits():
@@ -320,12 +369,12 @@ def test_half_shared_plans_run_where_their_blocks_fit():
 
     lengths = [16384, 32768]
     h200, t4 = occupancy.budget(SPECS["h200"]), occupancy.budget(SPECS["t4"])
-    both = (fusion_launch.HALF_SHARED, fusion_launch.HALF_SHARED_ONE_PER_SM)
+    both = (fusion_launch.RowPlan.HALF_SHARED, fusion_launch.RowPlan.HALF_SHARED_ONE_PER_SM)
     assert fusion_launch.half_shared_plans(h200, 64, 256, 32768, lengths) == both
-    assert fusion_launch.half_shared_plans(h200, 64, 256, 16384, lengths) == (fusion_launch.HALF_SHARED,)
+    assert fusion_launch.half_shared_plans(h200, 64, 256, 16384, lengths) == (fusion_launch.RowPlan.HALF_SHARED,)
     assert fusion_launch.half_shared_plans(h200, 64, 256, 8192, lengths) == ()
     assert fusion_launch.half_shared_plans(t4, 64, 256, 32768, lengths) == ()
-    assert fusion_launch.half_shared_plans(t4, 64, 256, 16384, lengths) == (fusion_launch.HALF_SHARED,)
+    assert fusion_launch.half_shared_plans(t4, 64, 256, 16384, lengths) == (fusion_launch.RowPlan.HALF_SHARED,)
 
 
 def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
@@ -338,7 +387,7 @@ def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
                         lambda name, grid, block, smem, args: launched.append((name, grid, block, smem)))
     monkeypatch.setattr(fusion_launch, "half_shared_one_per_sm_launch", lambda op, n: ((512,), 117504))
     x = types.SimpleNamespace(shape=(4, 32768))
-    fusion_launch.run_softmax(None, x, fusion_launch.HALF_SHARED)
-    fusion_launch.run_rmsnorm(None, x, None, fusion_launch.HALF_SHARED_ONE_PER_SM)
+    fusion_launch.run_softmax(None, x, fusion_launch.RowPlan.HALF_SHARED)
+    fusion_launch.run_rmsnorm(None, x, None, fusion_launch.RowPlan.HALF_SHARED_ONE_PER_SM)
     assert launched == [("softmax_half_shared", (4,), (512,), 8 * 512 * 16),
                         ("rmsnorm_half_shared", (4,), (512,), 117504)]

@@ -17,12 +17,20 @@ from __future__ import annotations
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import defines_to_options
 from course_lib.core.hardware import gpu_spec
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.figures.plots import PALETTE
 from course_lib.launch.elementwise import geometry as elementwise_launch
-from course_lib.launch.gemm_bf16 import BF16, bf16_geometry, run_bf16, runnable_engines
+from course_lib.launch.gemm_bf16 import (
+    BF16,
+    KERNEL,
+    NO_PROXY_FENCE,
+    PROXY_FENCE,
+    bf16_geometry,
+    run_bf16,
+    runnable_engines,
+    with_stages,
+)
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -200,13 +208,6 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
 
 # --------------------------------------------------------------------------- the GEMM's stages
 
-GEMM_KERNEL = "bf16_gemm_mma"
-
-
-def gemm_defines(stages: int, proxy_fence: bool = True) -> dict:
-    return {"TC_STAGES": stages} | ({} if proxy_fence else {"TC_PROXY_FENCE": 0})
-
-
 def one_block_smem(info) -> int:
     """Dynamic shared memory that lets only one block of the GEMM onto an SM, whatever its stages."""
     return info.smem_per_sm_bytes // 2 + 1024
@@ -225,9 +226,8 @@ def profile_gemm_stages(n: int, wanted: list[dict]) -> None:
     a, b = to_bf16_bits(random_operand((n, n), 11)), to_bf16_bits(random_operand((n, n), 12))
     c = cupy.empty((n, n), dtype=cupy.uint16)
     for w in wanted:
-        fn = cuda.compile_family(BF16, None, defines_to_options(gemm_defines(w["stages"]))).function(GEMM_KERNEL)
-        run_bf16(a, b, c, fn, gemm_defines(w["stages"]), w["copies"],
-                 smem_bytes=one_block_smem(info) if w["blocks_per_sm"] == 1 else None)
+        with_stages(w["stages"]).run(a, b, c, w["copies"],
+                                     smem_bytes=one_block_smem(info) if w["blocks_per_sm"] == 1 else None)
     cupy.cuda.Device().synchronize()
 
 
@@ -250,14 +250,14 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
     engines = runnable_engines(info.compute_capability, n, n)
     variants, calls, checks = [], [lambda: torch.mm(ta, tb)], []
     for s in stages:
-        fam = cuda.compile_family(BF16, None, defines_to_options(gemm_defines(s)))
-        fn, res = fam.function(GEMM_KERNEL), fam.resources[GEMM_KERNEL]
-        grid, block, smem = bf16_geometry(n, n, gemm_defines(s))
+        variant = with_stages(s)
+        fn, res = variant.function(), variant.family().resources[KERNEL]
+        grid, block, smem = bf16_geometry(n, n, variant.defines)
         natural = occupancy.residency(bud, block[0], res.registers, smem + res.static_smem_bytes).resident_blocks
         for held in sorted({natural, 1}, reverse=True):
             request = smem if held == natural else one_block_smem(info)
             for engine in engines:
-                call = (lambda fn=fn, s=s, e=engine, r=request: run_bf16(a, b, c, fn, gemm_defines(s), e, smem_bytes=r))
+                call = (lambda fn=fn, d=variant.defines, e=engine, r=request: run_bf16(a, b, c, fn, d, e, smem_bytes=r))
                 c.fill(0xFFFF)
                 call()
                 checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
@@ -271,14 +271,14 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
     for (s, engine, held, request, res, grid, block), check, t in zip(variants, checks, times[1:]):
         cases.append(require_passed(Case(
             f"bf16_gemm_mma ({engine}), {s} stage{'s' * (s > 1)}, {held} block{'s' * (held > 1)}/SM",
-            {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{GEMM_KERNEL}", list(t.samples_s),
+            {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{KERNEL}", list(t.samples_s),
             flop, nbytes, check, launch_record(grid, block, res, request),
             extra={"k_tiles": -(-n // 64), "output_tiles": grid[0], "stage_bytes": (128 * 64 + 64 * 128) * 2})))
 
     wanted = [w for w in ({"stages": s, "copies": e, "blocks_per_sm": b} for s, e, b in profiled)
               if any(c.params == w for c in cases)]
     targets = [next(c for c in cases if c.params == w) for w in wanted]
-    profiler.attach_profiles(targets, Target(profile_gemm_stages, (n, wanted)), GEMM_METRICS, f"^{GEMM_KERNEL}$", [GEMM_KERNEL] * len(wanted))
+    profiler.attach_profiles(targets, Target(profile_gemm_stages, (n, wanted)), GEMM_METRICS, f"^{KERNEL}$", [KERNEL] * len(wanted))
     return cases
 
 
@@ -402,17 +402,17 @@ def proxy_fence(stream_elements: int, stream_stages: list[int], gemm_sizes: list
         a, b = to_bf16_bits(random_operand((n, n), 21)), to_bf16_bits(random_operand((n, n), 22))
         c = cupy.empty((n, n), dtype=cupy.uint16)
         ref = cupy.asarray(torch.mm(torch_view(a), torch_view(b)).float())
-        outcomes, fns = {}, {}
+        outcomes = {}
         for fence in (True, False):
-            d = {"TC_PROXY_FENCE": int(fence)}
-            fns[fence] = fn = cuda.compile_family(BF16, None, defines_to_options(d)).function("bf16_gemm_mma")
+            variant = PROXY_FENCE if fence else NO_PROXY_FENCE
             checks = []
             for _ in range(gemm_runs):
                 c.fill(0xFFFF)
-                run_bf16(a, b, c, fn, d, "tma")
+                variant.run(a, b, c, "tma")
                 checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
             outcomes[fence] = _outcome(checks)
-        t = benchmark(lambda: run_bf16(a, b, c, fns[True], {"TC_PROXY_FENCE": 1}, "tma"), 20)
+        fn = PROXY_FENCE.function()
+        t = benchmark(lambda: run_bf16(a, b, c, fn, PROXY_FENCE.defines, "tma"), 20)
         case = _fence_case(f"bf16_gemm_mma (tma), n={n}", {"kernel": "bf16_gemm_mma", "n": n}, f"{BF16}.bf16_gemm_mma",
                            t, 2.0 * n ** 3, 6.0 * n * n, outcomes)
         if n == min(gemm_sizes):

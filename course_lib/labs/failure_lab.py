@@ -126,7 +126,7 @@ def launch_each(rows: int, cols: int, labels: list[str]) -> None:
     for label in labels:
         fn, _, per_block = compiled(label)
         launch(fn, per_block, out, x, w, rows, cols)
-    run_rmsnorm(out.reshape(rows, cols), x.reshape(rows, cols), w, "one pass")
+    run_rmsnorm(out.reshape(rows, cols), x.reshape(rows, cols), w)
     n = rows * cols
     grid, block = elementwise_launch("copy_vec4", n)
     cuda.kernel("elementwise", "copy_vec4")(grid, block, (out, x, cupy.int64(n)))
@@ -164,8 +164,8 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
                       list(host.samples_s), 3 * n, 2 * n * 4 + cols * 4, cases[0].check, cases[0].launch,
                       timer="host perf_counter, no synchronize"))
     y = out.reshape(rows, cols)
-    run_rmsnorm(y, x.reshape(rows, cols), w, "one pass")
-    t = benchmark(lambda: run_rmsnorm(y, x.reshape(rows, cols), w, "one pass"), samples, flush_l2=True)
+    run_rmsnorm(y, x.reshape(rows, cols), w)
+    t = benchmark(lambda: run_rmsnorm(y, x.reshape(rows, cols), w), samples, flush_l2=True)
     cases.append(require_passed(Case(f"course rmsnorm_one_pass, {rows}×{cols}", params, "fusion.rmsnorm_one_pass",
                                      list(t.samples_s), 3 * n, 2 * n * 4 + cols * 4,
                                      check_close(y, want, "float64 RMSNorm", 1e-5, 1e-6))))

@@ -11,33 +11,36 @@
   for the registers, where the one-pass kernel spills.
 * ``fusion.attention``: the N x N score matrix that naive attention materializes, against
   ``scaled_dot_product_attention``.
+
+Each experiment's plans are ``Plan`` values: the label its cases are recorded under, and fields for what
+it runs (whose code, fused or not, which ``gemm_bf16.Variant``, which ``RowPlan``). A recorded case's
+plan is found by its label in the experiment's table (``EPILOGUE_PLANS``, ``REDUCTION_PLANS``,
+``chain_plans(k)``).
 """
 from __future__ import annotations
 
+import enum
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import defines_to_options
 from course_lib.core.hardware import detect, gpu_spec
 from course_lib.core.timing import benchmark_interleaved
+from course_lib.launch import gemm_bf16
 from course_lib.launch.elementwise import geometry as elementwise_launch
 from course_lib.launch.fusion import (
     FAMILY,
-    HALF_SHARED,
-    HALF_SHARED_ONE_PER_SM,
-    PREFETCH,
-    SPLIT,
     SPLIT_MIN_CC,
     STAGED_MIN_CC,
     PointwiseOp,
+    RowPlan,
     _row_vecs_default,
     affine_op,
     chain_launch,
     chain_source,
     compiled_chain,
-    epilogue_defines,
     half_shared_launch,
     half_shared_one_per_sm_launch,
     half_shared_plans,
@@ -45,16 +48,15 @@ from course_lib.launch.fusion import (
     one_pass_row_vecs,
     prefetch_launch,
     row_threads,
-    run_epilogue_gemm,
     run_epilogue_pass,
     run_fused,
-    run_plain_gemm,
+    run_gemm,
     run_rmsnorm,
     run_softmax,
     run_unfused,
     split_threads,
 )
-from course_lib.launch.gemm_bf16 import BF16, bf16_geometry, require_bf16_mma, run_bf16
+from course_lib.launch.gemm_bf16 import Variant, bf16_geometry, require_bf16_mma, run_bf16
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -77,6 +79,44 @@ from course_lib.measure.target import Target
 from course_lib.models import fusion, occupancy
 
 FP32_BYTES = 4
+
+
+class Source(enum.Enum):
+    """Whose code a plan runs."""
+
+    COPY = "the course's copy kernel, the bandwidth the others are held to"
+    COURSE = "course kernels"
+    LIBRARY = "PyTorch (cuBLAS, cuDNN, Inductor)"
+    PART = "a course kernel that is one piece of another plan, timed alone"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One plan of an experiment. ``label`` is the text of its case names in the records
+    (``data/recorded``), so it never changes; the other fields say what the plan runs."""
+
+    label: str
+    source: Source
+    fused: bool = False               # the whole computation in one kernel
+    gemm: Variant | None = None       # the course GEMM variant it launches
+    rows: RowPlan | None = None       # the course row kernels' plan
+
+    @property
+    def course(self) -> bool:
+        return self.source is Source.COURSE
+
+    @property
+    def staged_stores(self) -> bool:
+        return self.gemm is not None and self.gemm.staged_stores
+
+
+def by_label(*plans: Plan) -> dict[str, Plan]:
+    """A plan table: each plan by its label, in order (what a recorded case's ``plan`` looks up)."""
+    return {p.label: p for p in plans}
+
+
+COPY = Plan("copy (course copy_vec4)", Source.COPY)
+TORCH_COMPILE = Plan("torch.compile (Inductor)", Source.LIBRARY, fused=True)
 
 
 # --------------------------------------------------------------------------- generated elementwise chains
@@ -106,6 +146,20 @@ def _compiled(fn, *example_args, dynamic: bool | None = False):
         return compiled, None
     except Exception as exc:  # noqa: BLE001  (any failure to compile is a finding to record)
         return None, f"torch.compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+
+
+CHAIN_FUSED = Plan("course, one fused kernel", Source.COURSE, fused=True)
+CHAIN_EAGER = Plan("PyTorch eager", Source.LIBRARY)
+
+
+def chain_unfused(k: int) -> Plan:
+    """The chain as k course kernels, one launch an op."""
+    return Plan(f"course, {k} kernels", Source.COURSE)
+
+
+def chain_plans(k: int) -> dict[str, Plan]:
+    """``fusion.chains``'s plans at chain length k, by label."""
+    return by_label(COPY, CHAIN_FUSED, chain_unfused(k), CHAIN_EAGER, TORCH_COMPILE)
 
 
 def _kernel_summary(names: list[str]) -> dict:
@@ -171,18 +225,19 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
             ref = op.apply(ref)
         eager = torch_chain(ops)
         compiled, why_not = _compiled(eager, tx) if k in compiled_ks else (None, None)
-        plans = {"copy (course copy_vec4)": lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements))),
-                 "course, one fused kernel": lambda: run_fused(fam, x, out),
-                 f"course, {k} kernels": lambda: run_unfused(fam, k, x, out, scratch),
-                 "PyTorch eager": lambda: eager(tx)}
+        unfused = chain_unfused(k)
+        plans = {COPY: lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements))),
+                 CHAIN_FUSED: lambda: run_fused(fam, x, out),
+                 unfused: lambda: run_unfused(fam, k, x, out, scratch),
+                 CHAIN_EAGER: lambda: eager(tx)}
         if compiled is not None:
-            plans["torch.compile (Inductor)"] = lambda: compiled(tx)
+            plans[TORCH_COMPILE] = lambda: compiled(tx)
         checks, kernels = {}, {}
         for plan, fn in plans.items():
             out.fill(np.nan)
             got = fn()
             got = out if got is None else cupy.asarray(got)
-            want = x if plan.startswith("copy") else ref
+            want = x if plan is COPY else ref
             checks[plan] = check_close(got, want, "float64 chain" if want is ref else "source array", 1e-4)
             kernels[plan] = kernels_launched(fn)
         times = benchmark_interleaved(list(plans.values()), samples)
@@ -191,20 +246,20 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
         by_plan = {}
         for (plan, _), t in zip(plans.items(), times):
             launched = [n for n in kernels[plan] if not n.startswith("Memset")]
-            is_copy = plan.startswith("copy")
+            is_copy = plan is COPY
             res = (cuda.resources("elementwise", "copy_vec4") if is_copy
-                   else fam.resources["fused_chain" if "fused" in plan else "op_1"] if plan.startswith("course") else None)
-            case = Case(f"k={k}: {plan}", {"k": k, "plan": plan},
-                        "elementwise.copy_vec4" if is_copy else plan, list(t.samples_s),
+                   else fam.resources["fused_chain" if plan.fused else "op_1"] if plan.course else None)
+            case = Case(f"k={k}: {plan.label}", {"k": k, "plan": plan.label},
+                        "elementwise.copy_vec4" if is_copy else plan.label, list(t.samples_s),
                         0.0 if is_copy else flop, 2.0 * tensor_bytes * len(launched), checks[plan],
                         launch_record(grid, block, res) if res else None,
                         extra={"kernels": _kernel_summary(launched), "ops": k, "fmas_per_op": fmas_per_op})
-            by_plan[plan] = require_passed(case)
+            by_plan[plan.label] = require_passed(case)
             cases.append(case)
         if why_not:
             cases[-1].extra["torch_compile_unavailable"] = why_not
         if k == profiled_k:
-            _attach_dram(by_plan[f"course, {k} kernels"], by_plan["course, one fused kernel"], k, fmas_per_op, elements)
+            _attach_dram(by_plan[unfused.label], by_plan[CHAIN_FUSED.label], k, fmas_per_op, elements)
     fused_source = chain_source([affine_op(i, fmas_per_op) for i in range(2)])
     cases[0].extra["example_source_k2"] = fused_source
     return cases
@@ -212,13 +267,27 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
 
 # --------------------------------------------------------------------------- the GEMM epilogue
 
-PLAIN_GEMM = "course GEMM (plain)"
-BIAS_ONLY = "course GEMM, fused bias only (no GELU)"
-GELU_FUSED = "course GEMM, fused bias + GELU"
-RESIDUAL_FUSED = "course GEMM, fused bias + GELU + residual"
-# The same plans with C sent out through shared memory in 16-byte stores (TC_STAGE_C, sm_90+).
-STAGED = ", 16-byte stores"
-EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, PLAIN_GEMM + STAGED, RESIDUAL_FUSED + STAGED)
+def _fused_gemm(label: str, variant: Variant) -> Plan:
+    return Plan(label, Source.COURSE, fused=True, gemm=variant)
+
+
+PLAIN_GEMM = Plan("course GEMM (plain)", Source.COURSE, gemm=gemm_bf16.PLAIN)
+BIAS_ONLY = _fused_gemm("course GEMM, fused bias only (no GELU)", gemm_bf16.BIAS_ONLY)
+GELU_FUSED = _fused_gemm("course GEMM, fused bias + GELU", gemm_bf16.BIAS_GELU)
+RESIDUAL_FUSED = _fused_gemm("course GEMM, fused bias + GELU + residual", gemm_bf16.BIAS_GELU_RESIDUAL)
+TANHF_FUSED = _fused_gemm("course GEMM, fused bias + GELU + residual, libm tanhf", gemm_bf16.BIAS_GELU_RESIDUAL_TANHF)
+GEMM_THEN_PASS = Plan("course GEMM + separate epilogue pass", Source.COURSE, gemm=gemm_bf16.PLAIN)
+PASS_ALONE = Plan("separate epilogue pass alone", Source.PART)
+CUBLAS = Plan("cuBLAS GEMM (torch.mm)", Source.LIBRARY)
+CUBLAS_EAGER = Plan("cuBLAS + PyTorch eager epilogue", Source.LIBRARY)
+# Three of them again with C sent out through shared memory in 16-byte stores (TC_STAGE_C, sm_90+).
+PLAIN_STAGED = Plan("course GEMM (plain), 16-byte stores", Source.COURSE, gemm=gemm_bf16.PLAIN_STAGED)
+GELU_STAGED = _fused_gemm("course GEMM, fused bias + GELU, 16-byte stores", gemm_bf16.BIAS_GELU_STAGED)
+RESIDUAL_STAGED = _fused_gemm("course GEMM, fused bias + GELU + residual, 16-byte stores",
+                              gemm_bf16.BIAS_GELU_RESIDUAL_STAGED)
+EPILOGUE_PLANS = by_label(PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, TANHF_FUSED, GEMM_THEN_PASS, PASS_ALONE,
+                          CUBLAS, CUBLAS_EAGER, TORCH_COMPILE, PLAIN_STAGED, GELU_STAGED, RESIDUAL_STAGED)
+EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, PLAIN_STAGED, RESIDUAL_STAGED)
 EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
                     "smsp__issue_active.avg.pct_of_peak_sustained_active",
                     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
@@ -240,13 +309,9 @@ def profile_epilogue(m: int, n: int, k: int, staged: bool = True) -> None:
 
     a, b, bias, res = _epilogue_inputs(m, n, k)
     c = cupy.empty((m, n), dtype=cupy.uint16)
-    run_plain_gemm(a, b, c)
-    run_epilogue_gemm(a, b, c, bias, gelu=False)
-    run_epilogue_gemm(a, b, c, bias)
-    run_epilogue_gemm(a, b, c, bias, res)
-    if staged:
-        run_plain_gemm(a, b, c, staged=True)
-        run_epilogue_gemm(a, b, c, bias, res, staged=True)
+    for plan in EPILOGUE_PROFILED:
+        if staged or not plan.staged_stores:
+            run_gemm(plan.gemm, a, b, c, bias, res)
     cupy.cuda.Device().synchronize()
 
 
@@ -279,31 +344,33 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
             return torch.nn.functional.gelu(x @ y + bb, approximate="tanh") + r
 
         compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
+
+        def fused(plan: Plan, ref):
+            return lambda: run_gemm(plan.gemm, a, b, c, bias, res), c, ref
+
         plans = {
-            PLAIN_GEMM: (lambda: run_plain_gemm(a, b, c), c, ref_mm),
-            BIAS_ONLY: (lambda: run_epilogue_gemm(a, b, c, bias, gelu=False), c, ref_mm + tbias.double()),
-            GELU_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias), c, ref_gelu),
-            RESIDUAL_FUSED: (lambda: run_epilogue_gemm(a, b, c, bias, res), c, ref_full),
-            RESIDUAL_FUSED + ", libm tanhf": (lambda: run_epilogue_gemm(a, b, c, bias, res, libm_tanh=True), c, ref_full),
-            "course GEMM + separate epilogue pass": (lambda: (run_bf16(a, b, c), run_epilogue_pass(out, c, bias, res)),
-                                                     out, ref_full),
-            "separate epilogue pass alone": (lambda: run_epilogue_pass(out, c, bias, res), out, None),
-            "cuBLAS GEMM (torch.mm)": (lambda: torch.mm(ta, tb), None, ref_mm),
-            "cuBLAS + PyTorch eager epilogue": (lambda: torch_epilogue(ta, tb, tbias, tres), None, ref_full),
+            PLAIN_GEMM: fused(PLAIN_GEMM, ref_mm),
+            BIAS_ONLY: fused(BIAS_ONLY, ref_mm + tbias.double()),
+            GELU_FUSED: fused(GELU_FUSED, ref_gelu),
+            RESIDUAL_FUSED: fused(RESIDUAL_FUSED, ref_full),
+            TANHF_FUSED: fused(TANHF_FUSED, ref_full),
+            GEMM_THEN_PASS: (lambda: (run_bf16(a, b, c), run_epilogue_pass(out, c, bias, res)), out, ref_full),
+            PASS_ALONE: (lambda: run_epilogue_pass(out, c, bias, res), out, None),
+            CUBLAS: (lambda: torch.mm(ta, tb), None, ref_mm),
+            CUBLAS_EAGER: (lambda: torch_epilogue(ta, tb, tbias, tres), None, ref_full),
         }
         if compiled is not None:
-            plans["torch.compile (Inductor)"] = (lambda: compiled(ta, tb, tbias, tres), None, ref_full)
+            plans[TORCH_COMPILE] = (lambda: compiled(ta, tb, tbias, tres), None, ref_full)
         if float(cc) >= STAGED_MIN_CC:
-            plans[PLAIN_GEMM + STAGED] = (lambda: run_plain_gemm(a, b, c, staged=True), c, ref_mm)
-            plans[GELU_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, staged=True), c, ref_gelu)
-            plans[RESIDUAL_FUSED + STAGED] = (lambda: run_epilogue_gemm(a, b, c, bias, res, staged=True), c, ref_full)
+            plans |= {PLAIN_STAGED: fused(PLAIN_STAGED, ref_mm), GELU_STAGED: fused(GELU_STAGED, ref_gelu),
+                      RESIDUAL_STAGED: fused(RESIDUAL_STAGED, ref_full)}
         checks, kernels = {}, {}
         run_bf16(a, b, c)   # the pass alone reads a real GEMM output
         for plan, (fn, buf, ref) in plans.items():
             if buf is not None:
                 buf.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
             got = fn()
-            if plan == "separate epilogue pass alone":
+            if plan is PASS_ALONE:
                 z = torch.nn.functional.gelu(torch_view(c).double() + tbias.double(), approximate="tanh") + tres.double()
                 checks[plan] = check_close(bf16_bits_to_float32(out), cupy.asarray(z),
                                            "float64 epilogue of the same bf16 GEMM output", bf16_tolerance_rel())
@@ -317,31 +384,22 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
         grid, block, smem = bf16_geometry(m, n)
         for (plan, _), t in zip(plans.items(), times):
             launch = None
-            if plan.startswith("course GEMM"):
-                defines = course_gemm_defines(plan)
-                fam = cuda.compile_family(BF16, None, defines_to_options(defines))
-                launch = launch_record(grid, block, fam.resources["bf16_gemm_mma"], smem)
+            if plan.gemm is not None:
+                launch = launch_record(grid, block, plan.gemm.family().resources[gemm_bf16.KERNEL], smem)
             cases.append(require_passed(Case(
-                f"{m}x{n}x{k}: {plan}", {"shape": [m, n, k], "plan": plan}, plan, list(t.samples_s),
-                0.0 if plan == "separate epilogue pass alone" else flop,
+                f"{m}x{n}x{k}: {plan.label}", {"shape": [m, n, k], "plan": plan.label}, plan.label, list(t.samples_s),
+                0.0 if plan is PASS_ALONE else flop,
                 2.0 * (m * k + k * n + m * n), checks[plan], launch,
                 extra={"kernels": _kernel_summary(kernels[plan]),
-                       **({"torch_compile_unavailable": why_not} if why_not and plan.startswith("cuBLAS +") else {})})))
+                       **({"torch_compile_unavailable": why_not} if why_not and plan is CUBLAS_EAGER else {})})))
         if [m, n, k] == shapes[0]:
             staged = float(cc) >= STAGED_MIN_CC
-            profiled = [c for p in EPILOGUE_PROFILED for c in cases if c.params == {"shape": [m, n, k], "plan": p}]
+            profiled = [c for p in EPILOGUE_PROFILED for c in cases
+                        if c.params == {"shape": [m, n, k], "plan": p.label}]
             profiler.attach_profiles(profiled, "from course_lib.labs import fusion as lab_fusion; "
                                      f"lab_fusion.profile_epilogue({m}, {n}, {k}, staged={staged})",
                                      EPILOGUE_METRICS, "^bf16_gemm_mma$", ["bf16_gemm_mma"] * len(profiled))
     return cases
-
-
-def course_gemm_defines(plan: str) -> dict | None:
-    """The defines of one of ``fusion.epilogue``'s course GEMM plans, from its name."""
-    staged = plan.endswith(STAGED)
-    if "fused" not in plan:
-        return {"TC_STAGE_C": 1} if staged else None
-    return epilogue_defines("residual" in plan, "tanhf" in plan, "no GELU" not in plan, staged)
 
 
 # --------------------------------------------------------------------------- row reductions
@@ -352,6 +410,12 @@ SPILL_METRICS = DRAM_METRICS + ["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
                                 "sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 
+ROW_PLANS = {rp: Plan(f"course {rp.value}", Source.COURSE, fused=rp.one_pass, rows=rp) for rp in RowPlan}
+ROW_EAGER = {"softmax": Plan("PyTorch eager (torch.softmax)", Source.LIBRARY),
+             "rmsnorm": Plan("PyTorch eager (F.rms_norm)", Source.LIBRARY)}
+REDUCTION_PLANS = by_label(COPY, *ROW_PLANS.values(), *ROW_EAGER.values(), TORCH_COMPILE)
+
+
 def profile_rows(op: str, n: int, elements: int) -> None:
     """One one-pass launch and one two-pass pair at row length n: what ncu profiles for the long rows."""
     import cupy
@@ -359,7 +423,7 @@ def profile_rows(op: str, n: int, elements: int) -> None:
     x = cupy.random.default_rng(4).standard_normal((elements // n, n), dtype=cupy.float32)
     out, stats = cupy.empty_like(x), cupy.empty(2 * x.shape[0], dtype=cupy.float32)
     w = cupy.ones(n, dtype=cupy.float32)
-    for plan in ("one pass", "two pass"):
+    for plan in (RowPlan.ONE_PASS, RowPlan.TWO_PASS):
         if op == "softmax":
             run_softmax(out, x, plan, stats)
         else:
@@ -401,7 +465,7 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
     splits = split_row_lengths if float(detect().compute_capability) >= SPLIT_MIN_CC else []
     budget = occupancy.budget_from_device(detect())
 
-    def half_shared(op: str, n: int) -> tuple[str, ...]:
+    def half_shared(op: str, n: int) -> tuple[RowPlan, ...]:
         res = cuda.compile_family(FAMILY).resources[f"{op}_half_shared"]
         return half_shared_plans(budget, res.registers, res.static_smem_bytes, n, split_row_lengths)
 
@@ -419,70 +483,76 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
             if op == "softmax":
                 ref = torch.softmax(tx.double(), dim=-1)
                 course = {p: (lambda p=p: run_softmax(out, x, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT,) * (n in splits) + half_shared("softmax", n)}
+                          for p in (RowPlan.ONE_PASS, RowPlan.TWO_PASS) + (RowPlan.SPLIT,) * (n in splits)
+                          + half_shared("softmax", n)}
                 args = (tx,)
             else:
                 ref = tx.double() * torch.rsqrt(tx.double().pow(2).mean(-1, keepdim=True) + 1e-6) * tw.double()
                 course = {p: (lambda p=p: run_rmsnorm(out, x, w, p, stats))
-                          for p in ("one pass", "two pass") + (SPLIT, PREFETCH) * (n in splits) + half_shared("rmsnorm", n)}
+                          for p in (RowPlan.ONE_PASS, RowPlan.TWO_PASS) + (RowPlan.SPLIT, RowPlan.PREFETCH) * (n in splits)
+                          + half_shared("rmsnorm", n)}
                 args = (tx, tw)
             if compiled is None and why_not is None:
                 compiled, why_not = _compiled(eager, *args, dynamic=None)
-            lib = {f"PyTorch eager ({'torch.softmax' if op == 'softmax' else 'F.rms_norm'})": lambda: eager(*args)}
+            lib = {ROW_EAGER[op]: lambda: eager(*args)}
             if compiled is not None:
-                lib["torch.compile (Inductor)"] = lambda: compiled(*args)
+                lib[TORCH_COMPILE] = lambda: compiled(*args)
             cgrid, cblock = elementwise_launch("copy_vec4", rows * n)
-            plans = {"copy (course copy_vec4)": lambda: copy_fn(cgrid, cblock, (out, x, np.int64(rows * n))),
-                     **{f"course {p}": fn for p, fn in course.items()}, **lib}
+            plans = {COPY: lambda: copy_fn(cgrid, cblock, (out, x, np.int64(rows * n))),
+                     **{ROW_PLANS[p]: fn for p, fn in course.items()}, **lib}
             checks, kernels = {}, {}
             for plan, fn in plans.items():
                 out.fill(np.nan)
                 got = fn()
                 got = out if got is None else cupy.asarray(got)
-                want = x if plan.startswith("copy") else cupy.asarray(ref)
-                checks[plan] = check_close(got, want, "source array" if plan.startswith("copy") else
-                                           f"float64 {op}", 1e-4)
+                want = x if plan is COPY else cupy.asarray(ref)
+                checks[plan] = check_close(got, want, "source array" if plan is COPY else f"float64 {op}", 1e-4)
                 kernels[plan] = [k for k in kernels_launched(fn) if not k.startswith("Memset")]
             times = benchmark_interleaved(list(plans.values()), samples)
             by_plan = {}
             for (plan, _), t in zip(plans.items(), times):
                 launch, extra = None, {"kernels": _kernel_summary(kernels[plan]), "rows": rows, "n": n,
                                        "spill_case": n in spill_row_lengths}
-                if plan == f"course {PREFETCH}":
+                rp = plan.rows
+                if rp is RowPlan.PREFETCH:
                     grid, block, smem = prefetch_launch(rows, n)
                     launch = launch_record(grid, block, cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"], smem)
-                elif plan in (f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}"):
-                    block, smem = (half_shared_launch(n) if plan == f"course {HALF_SHARED}"
+                elif rp in (RowPlan.HALF_SHARED, RowPlan.HALF_SHARED_ONE_PER_SM):
+                    block, smem = (half_shared_launch(n) if rp is RowPlan.HALF_SHARED
                                    else half_shared_one_per_sm_launch(op, n))
                     launch = launch_record((rows,), block, cuda.compile_family(FAMILY).resources[f"{op}_half_shared"],
                                            smem)
-                elif plan == f"course {SPLIT}":
+                elif rp is RowPlan.SPLIT:
                     launch = launch_record((2 * rows,), (split_threads(n),),
                                            cuda.compile_family(FAMILY).resources[f"{op}_split"])
-                elif plan.startswith("course"):
-                    one = plan == "course one pass"
+                elif rp is not None:
+                    one = rp is RowPlan.ONE_PASS
                     kname = f"{op}_one_pass" if one else f"{op}_row_stats"
                     fam = one_pass_family(n) if one else cuda.compile_family(FAMILY)
                     threads = row_threads(n, one_pass_row_vecs(n)) if one else row_threads(n)
                     launch = launch_record((rows,), (threads,), fam.resources[kname])
                     extra["row_vecs"] = one_pass_row_vecs(n) if one else None
                     extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
-                if plan in (f"course {PREFETCH}", f"course {HALF_SHARED}", f"course {HALF_SHARED_ONE_PER_SM}",
-                            f"course {SPLIT}"):   # one pass, another layout
+                if rp in (RowPlan.PREFETCH, RowPlan.HALF_SHARED, RowPlan.HALF_SHARED_ONE_PER_SM,
+                          RowPlan.SPLIT):   # one pass, another layout
                     extra["row_vecs"] = _row_vecs_default()
                     extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
-                if why_not and plan.startswith("PyTorch"):
+                if why_not and plan is ROW_EAGER[op]:
                     extra["torch_compile_unavailable"] = why_not
-                case = Case(f"{op} n={n}: {plan}", {"op": op, "n": n, "plan": plan}, plan, list(t.samples_s),
-                            0.0, 2.0 * FP32_BYTES * rows * n, checks[plan], launch, extra=extra)
-                by_plan[plan] = require_passed(case)
+                case = Case(f"{op} n={n}: {plan.label}", {"op": op, "n": n, "plan": plan.label}, plan.label,
+                            list(t.samples_s), 0.0, 2.0 * FP32_BYTES * rows * n, checks[plan], launch, extra=extra)
+                by_plan[rp] = require_passed(case)
                 cases.append(case)
             if n in spill_row_lengths:
-                _attach_row_profile(by_plan["course one pass"], by_plan["course two pass"], op, n, elements)
+                _attach_row_profile(by_plan[RowPlan.ONE_PASS], by_plan[RowPlan.TWO_PASS], op, n, elements)
     return cases
 
 
 # --------------------------------------------------------------------------- attention's score matrix
+
+NAIVE_ATTENTION = Plan("naive (matmul, softmax, matmul)", Source.LIBRARY)
+SDPA = Plan("scaled_dot_product_attention", Source.LIBRARY, fused=True)
+
 
 @experiment("fusion.attention",
             "Naive attention (scores materialized) against scaled_dot_product_attention, bf16, for several "
@@ -503,8 +573,7 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
         def naive():
             return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v
 
-        plans = {"naive (matmul, softmax, matmul)": naive,
-                 "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(q, k, v)}
+        plans = {NAIVE_ATTENTION: naive, SDPA: lambda: F.scaled_dot_product_attention(q, k, v)}
         ref = cupy.asarray(F.scaled_dot_product_attention(q.float(), k.float(), v.float()))
         checks = {p: check_close(cupy.asarray(fn().float()), ref, "fp32 scaled_dot_product_attention", 2.0 ** -5)
                   for p, fn in plans.items()}
@@ -512,10 +581,9 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
         times = benchmark_interleaved(list(plans.values()), samples)
         flop = 4.0 * batch * heads * s * s * head_dim
         for (plan, _), t in zip(plans.items(), times):
-            fused = plan.startswith("scaled")
-            predicted = fusion.attention_bytes(s, head_dim, batch * heads, 2, fused=fused)
+            predicted = fusion.attention_bytes(s, head_dim, batch * heads, 2, fused=plan.fused)
             cases.append(require_passed(Case(
-                f"N={s}: {plan}", {"seq_len": s, "plan": plan}, plan, list(t.samples_s), flop, predicted,
+                f"N={s}: {plan.label}", {"seq_len": s, "plan": plan.label}, plan.label, list(t.samples_s), flop, predicted,
                 checks[plan], extra={"kernels": {"count": len(kernels[plan]), "names": kernels[plan]}})))
         del q, k, v
         torch.cuda.empty_cache()
@@ -544,9 +612,8 @@ def _chain_rows(result) -> list[dict]:
     cases = _by(result, "k", "plan")
     rows = []
     for k in sorted({c.params["k"] for c in result.cases}):
-        copy, fused, split = (cases[(k, p)] for p in ("copy (course copy_vec4)", "course, one fused kernel",
-                                                     f"course, {k} kernels"))
-        eager, comp = cases[(k, "PyTorch eager")], cases.get((k, "torch.compile (Inductor)"))
+        copy, fused, split = (cases[(k, p.label)] for p in (COPY, CHAIN_FUSED, chain_unfused(k)))
+        eager, comp = cases[(k, CHAIN_EAGER.label)], cases.get((k, TORCH_COMPILE.label))
         rows.append({"k": k, "FLOP/byte (fused, analytic)": fused.flop / fused.bytes,
                      "copy µs": copy.median_s * 1e6, "fused µs": fused.median_s * 1e6,
                      "fused, % of copy bandwidth": 100 * copy.median_s / fused.median_s,
@@ -565,7 +632,7 @@ def chain_rows(result) -> list[dict]:
 
 def copy_bandwidth(result) -> float:
     """The copy kernel's median bandwidth over the whole run, bytes/s."""
-    copies = [c for c in result.cases if c.params["plan"].startswith("copy")]
+    copies = [c for c in result.cases if c.params["plan"] == COPY.label]
     return float(np.median([c.bandwidth_bytes_per_s for c in copies]))
 
 
@@ -579,7 +646,7 @@ def compute_bound_k(result, slowdown: float = 1.2) -> dict:
     # point below the ridge does not count as the turn
     slow = [r["fused µs"] >= slowdown * r["copy µs"] for r in rows]
     measured = next((r["k"] for i, r in enumerate(rows) if all(slow[i:])), None)
-    any_case = next(c for c in result.cases if c.params["plan"] == "course, one fused kernel")
+    any_case = next(c for c in result.cases if c.params["plan"] == CHAIN_FUSED.label)
     flop_per_op = any_case.flop / any_case.params["k"] / (any_case.bytes / 2 / FP32_BYTES)
     g = gpu_spec(result.gpu)
     measured_ridge = g.peak("fp32") / copy_bandwidth(result)
@@ -599,12 +666,11 @@ def chain_figure(result):
     cases = _by(result, "k", "plan")
     ks = sorted({c.params["k"] for c in result.cases})
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    series = [("copy (course copy_vec4)", "copy of the same bytes"), ("course, one fused kernel", "course, fused"),
-              (None, "course, k kernels"), ("PyTorch eager", "PyTorch eager"),
-              ("torch.compile (Inductor)", "torch.compile")]
+    series = [(COPY.label, "copy of the same bytes"), (CHAIN_FUSED.label, "course, fused"),
+              (None, "course, k kernels"), (CHAIN_EAGER.label, "PyTorch eager"), (TORCH_COMPILE.label, "torch.compile")]
     for plan, label in series:
-        pts = [(k, cases[(k, plan or f"course, {k} kernels")].median_s * 1e6) for k in ks
-               if (k, plan or f"course, {k} kernels") in cases]
+        pts = [(k, cases[(k, plan or chain_unfused(k).label)].median_s * 1e6) for k in ks
+               if (k, plan or chain_unfused(k).label) in cases]
         left.plot(*zip(*pts), "o-", ms=4, label=label)
     left.set(xscale="log", yscale="log", xlabel="ops in the chain, k", ylabel="median µs",
              title="k elementwise ops on 256 MiB")
@@ -615,7 +681,7 @@ def chain_figure(result):
     xs = np.logspace(-1, 2.3, 200)
     right.plot(xs, np.minimum(peak, xs * bw) / 1e12, "k-", lw=1,
                label=f"roof: measured copy {bw / 1e12:.2f} TB/s, datasheet fp32 {peak / 1e12:.0f} TFLOP/s")
-    fused = [cases[(k, "course, one fused kernel")] for k in ks]
+    fused = [cases[(k, CHAIN_FUSED.label)] for k in ks]
     right.plot([c.flop / c.bytes for c in fused], [c.flop_per_s / 1e12 for c in fused], "o", color="C1",
                label="course fused chain (measured)")
     for c in fused:
@@ -640,7 +706,7 @@ def dram_rows(result) -> list[dict]:
         k = c.params["k"]
         chain = fusion.elementwise_chain(k, result.params["elements"], dtype="fp32")
         plans = fusion.ledger(chain, result.gpu)
-        predicted = (plans.fused if "fused" in c.params["plan"] else plans.unfused).bytes_moved
+        predicted = (plans.fused if chain_plans(k)[c.params["plan"]].fused else plans.unfused).bytes_moved
         measured = c.extra["ncu"]["dram__bytes_read.sum"] + c.extra["ncu"]["dram__bytes_write.sum"]
         rows.append({"plan": c.params["plan"], "launches (ncu)": c.extra["ncu_launches"],
                      "ledger MB (analytic)": predicted / 1e6, "DRAM read MB (ncu)": c.extra["ncu"]["dram__bytes_read.sum"] / 1e6,
@@ -667,17 +733,18 @@ def epilogue_rows(result) -> list[dict]:
     rows = []
     for shape in result.params["shapes"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
-        plain, lib = cs[PLAIN_GEMM], cs["cuBLAS GEMM (torch.mm)"]
-        plain_staged = cs.get(PLAIN_GEMM + STAGED)
-        for plan, c in cs.items():
-            same_stores = plain_staged if plan.endswith(STAGED) else plain
-            rows.append({"M x N x K": "x".join(map(str, shape)), "plan": plan, "median µs": c.median_s * 1e6,
+        plain, lib = cs[PLAIN_GEMM.label], cs[CUBLAS.label]
+        plain_staged = cs.get(PLAIN_STAGED.label)
+        for label, c in cs.items():
+            plan = EPILOGUE_PLANS[label]
+            same_stores = plain_staged if plan.staged_stores else plain
+            rows.append({"M x N x K": "x".join(map(str, shape)), "plan": label, "median µs": c.median_s * 1e6,
                          "over the plain course GEMM": (f"{100 * (c.median_s / plain.median_s - 1):+.1f}%"
-                                                        if plan.startswith("course") else ""),
+                                                        if plan.course else ""),
                          "over plain, same stores": (f"{100 * (c.median_s / same_stores.median_s - 1):+.1f}%"
-                                                     if plan.startswith("course") and "fused" in plan else ""),
+                                                     if plan.course and plan.fused else ""),
                          "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
-                                               if plan.startswith(("cuBLAS", "torch")) else ""),
+                                               if plan.source is Source.LIBRARY else ""),
                          "kernels": c.extra["kernels"]["count"]})
     return rows
 
@@ -688,16 +755,16 @@ def epilogue_profile_rows(result) -> list[dict]:
     issue slots and tensor pipe were, and DRAM traffic, each beside the plain GEMM's."""
     shape = result.params["shapes"][0]
     cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
-    plain = cs[PLAIN_GEMM].extra.get("ncu")
+    plain = cs[PLAIN_GEMM.label].extra.get("ncu")
     rows = []
-    for plan in EPILOGUE_PROFILED:
-        if plan not in cs:   # the 16-byte-store plans are recorded on sm_90+ only
+    for label in (p.label for p in EPILOGUE_PROFILED):
+        if label not in cs:   # the 16-byte-store plans are recorded on sm_90+ only
             continue
-        nc = cs[plan].extra.get("ncu")
+        nc = cs[label].extra.get("ncu")
         if not nc or not plain:
-            rows.append({"plan": plan, "ncu": cs[plan].extra.get("ncu_unavailable", "not profiled")})
+            rows.append({"plan": label, "ncu": cs[label].extra.get("ncu_unavailable", "not profiled")})
             continue
-        rows.append({"plan": plan, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
+        rows.append({"plan": label, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
                      "warp instructions (M)": nc["sm__inst_executed.sum"] / 1e6,
                      "more than plain (M)": (nc["sm__inst_executed.sum"] - plain["sm__inst_executed.sum"]) / 1e6,
                      "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
@@ -712,10 +779,10 @@ def reduction_rows(result, op: str) -> list[dict]:
     one read and one write of the tensor, over the time)."""
     rows = []
     plans = list(dict.fromkeys(c.params["plan"] for c in result.cases
-                               if c.params["op"] == op and not c.params["plan"].startswith("copy")))
+                               if c.params["op"] == op and c.params["plan"] != COPY.label))
     for n in result.params["row_lengths"] + result.params["spill_row_lengths"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["op"] == op and c.params["n"] == n}
-        copy = cs.pop("copy (course copy_vec4)")
+        copy = cs.pop(COPY.label)
         row = {"row length": n, "rows": copy.extra["rows"], "copy µs": copy.median_s * 1e6}
         for plan in plans:   # a plan not run at this length (the split: long rows only) shows a dash
             row[f"{plan}, % of copy"] = 100 * copy.median_s / cs[plan].median_s if plan in cs else "-"
@@ -728,7 +795,7 @@ def spill_rows(result) -> list[dict]:
     """The long rows: the one-pass kernel's spills (compiler) and their traffic (ncu) beside two passes."""
     rows = []
     for c in result.cases:
-        if not c.extra.get("spill_case") or not c.params["plan"].startswith("course"):
+        if not c.extra.get("spill_case") or not REDUCTION_PLANS[c.params["plan"]].course:
             continue
         nc = c.extra.get("ncu", {})
         rows.append({"op": c.params["op"], "row length": c.params["n"], "plan": c.params["plan"],
@@ -748,7 +815,7 @@ def attention_rows(result) -> list[dict]:
     rows, hbm = [], gpu_spec(result.gpu).hbm_bandwidth_bytes_per_s
     for s in result.params["seq_lens"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["seq_len"] == s}
-        naive, fused = cs["naive (matmul, softmax, matmul)"], cs["scaled_dot_product_attention"]
+        naive, fused = cs[NAIVE_ATTENTION.label], cs[SDPA.label]
         rows.append({"N": s, "naive MB (ledger)": naive.bytes / 1e6, "fused MB (ledger)": fused.bytes / 1e6,
                      "naive bytes at datasheet HBM bandwidth µs (analytic)": naive.bytes / hbm * 1e6,
                      "naive µs": naive.median_s * 1e6,

@@ -6,18 +6,28 @@
 * ``waves.remedies``: shapes with a bad tail, and what removes it: a narrower tile, split-K, and a
   persistent grid sized to divide the tile count.
 
-The kernel variants are the tuned ``bf16_gemm_mma`` compiled with other macros (``lab_gemm``):
-``TC_SCHEDULED=1`` adds persistent grids and split-K; ``TC_BN=64, TC_WN=32`` is a 128x64 tile.
+The kernel variants are the tuned ``bf16_gemm_mma`` compiled with other macros, from ``gemm_bf16``'s table:
+``SCHEDULED`` (``TC_SCHEDULED=1``) adds persistent grids and split-K; ``NARROW`` (``TC_BN=64, TC_WN=32``)
+is a 128x64 tile.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import defines_to_options, macros
+from course_lib.core.cuda import macros
 from course_lib.core.hardware import detect
 from course_lib.core.timing import benchmark_interleaved
-from course_lib.launch.gemm_bf16 import BF16, bf16_geometry, require_bf16_mma, run_bf16
+from course_lib.launch.gemm_bf16 import (
+    BF16,
+    KERNEL,
+    NARROW,
+    PLAIN,
+    SCHEDULED,
+    Variant,
+    bf16_geometry,
+    require_bf16_mma,
+)
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance,
@@ -41,34 +51,26 @@ from course_lib.measure.smoke import covers
 from course_lib.measure.target import Target
 from course_lib.models import waves
 
-SCHEDULED = {"TC_SCHEDULED": 1}
-NARROW = {"TC_BN": 64, "TC_WN": 32}
-KERNEL = "bf16_gemm_mma"
 
-
-def variant_name(defines: dict | None) -> str:
-    d = macros(BF16, defines)
+def variant_name(variant: Variant) -> str:
+    d = macros(BF16, variant.defines)
     tags = [f"{d['TC_BM']}x{d['TC_BN']}"] + (["scheduled"] if d["TC_SCHEDULED"] else [])
     return f"{BF16}.{KERNEL} [{', '.join(tags)}]"
 
 
-def compiled(defines: dict | None = None, arch: str | None = None):
-    return cuda.compile_family(BF16, arch, defines_to_options(defines))
-
-
-def tile_shape(defines: dict | None = None) -> tuple[int, int]:
-    d = macros(BF16, defines)
+def tile_shape(variant: Variant = PLAIN) -> tuple[int, int]:
+    d = macros(BF16, variant.defines)
     return d["TC_BM"], d["TC_BN"]
 
 
-def resident_blocks(gpu, defines: dict | None = None, arch: str | None = None) -> int:
+def resident_blocks(gpu, variant: Variant = PLAIN, arch: str | None = None) -> int:
     """Blocks of this variant one SM holds, from its compiled resources and the occupancy model."""
-    r = compiled(defines, arch).resources[KERNEL]
-    _, block, smem = bf16_geometry(1, 1, defines)
+    r = variant.family(arch).resources[KERNEL]
+    _, block, smem = bf16_geometry(1, 1, variant.defines)
     return waves.resident_blocks_per_sm(gpu, block[0], r.registers, smem + r.static_smem_bytes)
 
 
-def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | None = None, split_k: int = 1,
+def run(a_bits, b_bits, c_bits, variant: Variant = PLAIN, grid_blocks: int | None = None, split_k: int = 1,
         workspace=None, copies: str = "auto") -> None:
     """C = A·B with a variant of the bf16 kernel; ``grid_blocks`` below the tile count makes the grid
     persistent and ``split_k`` > 1 sums K slices through ``workspace`` (fp32, split_k x M x N)."""
@@ -76,37 +78,36 @@ def run(a_bits, b_bits, c_bits, defines: dict | None = None, grid_blocks: int | 
 
     m, k = a_bits.shape
     n = b_bits.shape[1]
-    d = macros(BF16, defines)
+    d = macros(BF16, variant.defines)
     if (grid_blocks is not None or split_k > 1) and not d["TC_SCHEDULED"]:
-        raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (lab_waves.SCHEDULED)")
+        raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (gemm_bf16.SCHEDULED)")
     if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
         raise ValueError(f"split-K {split_k} needs an fp32 workspace of {split_k} x {m} x {n} floats")
-    if split_k > 1 and empty_slices(k, split_k, defines):
+    if split_k > 1 and empty_slices(k, split_k, variant):
         # The kernel's TMA path would wait for ever on a slice that holds no K tile.
-        raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, defines)} tiles "
-                         f"of {d['TC_BK']}); use a split of at most {max_split(k, defines)}")
-    (tiles,), _, _ = bf16_geometry(m, n, defines)
-    fam = compiled(defines)
-    run_bf16(a_bits, b_bits, workspace if split_k > 1 else c_bits, fam.function(KERNEL), defines, copies,
-             grid=(min(grid_blocks or tiles, tiles), split_k))
+        raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, variant)} tiles "
+                         f"of {d['TC_BK']}); use a split of at most {max_split(k, variant)}")
+    (tiles,), _, _ = bf16_geometry(m, n, variant.defines)
+    variant.run(a_bits, b_bits, workspace if split_k > 1 else c_bits, copies,
+                grid=(min(grid_blocks or tiles, tiles), split_k))
     if split_k > 1:
         mn = m * n
-        fam.function("splitk_reduce")(((mn + 255) // 256,), (256,),
+        variant.family().function("splitk_reduce")(((mn + 255) // 256,), (256,),
                                       (workspace, c_bits, np.int32(split_k), np.int64(mn)))
 
 
-def k_tiles(k: int, defines: dict | None = None) -> int:
-    return -(-k // macros(BF16, defines)["TC_BK"])
+def k_tiles(k: int, variant: Variant = PLAIN) -> int:
+    return -(-k // macros(BF16, variant.defines)["TC_BK"])
 
 
-def empty_slices(k: int, split_k: int, defines: dict | None = None) -> bool:
+def empty_slices(k: int, split_k: int, variant: Variant = PLAIN) -> bool:
     """Whether the kernel's split of K into ``split_k`` equal runs of whole tiles leaves one empty."""
-    tiles = k_tiles(k, defines)
+    tiles = k_tiles(k, variant)
     return (split_k - 1) * -(-tiles // split_k) >= tiles
 
 
-def max_split(k: int, defines: dict | None = None) -> int:
-    return max(s for s in range(1, k_tiles(k, defines) + 1) if not empty_slices(k, s, defines))
+def max_split(k: int, variant: Variant = PLAIN) -> int:
+    return max(s for s in range(1, k_tiles(k, variant) + 1) if not empty_slices(k, s, variant))
 
 
 def _operands(m: int, n: int, k: int, seed: int):
@@ -127,9 +128,9 @@ def cublas_kernels(ta, tb) -> list[str]:
     return kernels_launched(lambda: torch.mm(ta, tb))
 
 
-def _model_extra(m: int, n: int, k: int, sms: int, resident: int, defines=None, split_k: int = 1,
+def _model_extra(m: int, n: int, k: int, sms: int, resident: int, variant: Variant = PLAIN, split_k: int = 1,
                  grid_blocks: int | None = None) -> dict:
-    bm, bn = tile_shape(defines)
+    bm, bn = tile_shape(variant)
     q = waves.quantize(m, n, bm, bn, sms, resident, split_k)
     return {"tile": [bm, bn], "split_k": split_k, "tiles": q.grid.tiles, "blocks": q.schedule.blocks,
             "resident_blocks_per_sm": resident, "slots": q.schedule.slots, "waves": q.schedule.waves,
@@ -160,12 +161,12 @@ def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         params = {sweep_key: {"n_sweep": n, "m_sweep": m}[sweep_key]}
         grid, block, smem = bf16_geometry(m, n)
-        res = compiled().resources[KERNEL]
+        res = PLAIN.family().resources[KERNEL]
         cases.append(require_passed(Case(
             f"cuBLAS {m}x{n}x{k}", params | {"kernel": "cublas"}, "cublas bf16 (torch.mm)", list(t_lib.samples_s),
             flop, nbytes, lib_check, extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
         cases.append(require_passed(Case(
-            f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(None), list(t_course.samples_s),
+            f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(PLAIN), list(t_course.samples_s),
             flop, nbytes, check, launch_record(grid, block, res, smem),
             extra=_model_extra(m, n, k, info.sm_count, resident))))
     return cases
@@ -266,7 +267,7 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
         ta, tb = torch_view(a), torch_view(b)
         ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
         work = cupy.empty(max(split_ks) * m * n, dtype=cupy.float32) if remedy == "split_k" else None
-        variants = [("course 128x128, one tile per block", None, {})]
+        variants = [("course 128x128, one tile per block", PLAIN, {})]
         if remedy == "tile":
             variants.append(("course 128x64, one tile per block", NARROW, {}))
         if remedy == "split_k":
@@ -276,11 +277,11 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
             variants += [(f"course 128x128, persistent grid of {g}", SCHEDULED, {"grid_blocks": g})
                          for g in persistent_grids]
         calls, checks = [lambda: torch.mm(ta, tb)], []
-        for _, defines, kw in variants:
+        for _, variant, kw in variants:
             c.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
-            run(a, b, c, defines, **kw)
+            run(a, b, c, variant, **kw)
             checks.append(_check(c, ref, "float64 matmul of the same bf16 inputs"))
-            calls.append(lambda d=defines, kw=kw: run(a, b, c, d, **kw))
+            calls.append(lambda v=variant, kw=kw: run(a, b, c, v, **kw))
         t_lib, *times = benchmark_interleaved(calls, samples)
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         lib = torch.mm(ta, tb)
@@ -289,18 +290,18 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
             list(t_lib.samples_s), flop, nbytes,
             check_close(cupy.asarray(lib.float()), ref, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
             extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
-        for (label, defines, kw), t, check in zip(variants, times, checks):
+        for (label, variant, kw), t, check in zip(variants, times, checks):
             split = kw.get("split_k", 1)
-            grid, block, smem = bf16_geometry(m, n, defines)
-            res = compiled(defines).resources[KERNEL]
-            resident = resident_blocks(info.name, defines)
-            extra = _model_extra(m, n, k, sms, resident, defines, split, kw.get("grid_blocks"))
+            grid, block, smem = bf16_geometry(m, n, variant.defines)
+            res = variant.family().resources[KERNEL]
+            resident = resident_blocks(info.name, variant)
+            extra = _model_extra(m, n, k, sms, resident, variant, split, kw.get("grid_blocks"))
             # Split-K's extra traffic: every slice writes its fp32 partials, the reduction reads them back.
             extra["partial_bytes"] = 2 * 4.0 * split * m * n if split > 1 else 0.0
             if remedy == "persistent":
                 extra["placement"] = placement(extra["grid_blocks"], block[0], smem)
             cases.append(require_passed(Case(
-                f"{remedy}: {label}", {"remedy": remedy, "variant": label}, variant_name(defines),
+                f"{remedy}: {label}", {"remedy": remedy, "variant": label}, variant_name(variant),
                 list(t.samples_s), flop, nbytes + extra["partial_bytes"], check,
                 launch_record((extra["grid_blocks"] if "grid_blocks" in kw else grid[0], split), block, res, smem),
                 extra=extra)))
@@ -442,10 +443,10 @@ def scheduled_smoke() -> None:
             variants += [(f"split-K {split}", SCHEDULED, {"split_k": split, "workspace": work}),
                          (f"split-K {split}, persistent 1", SCHEDULED, {"split_k": split, "workspace": work,
                                                                       "grid_blocks": 1})]
-        for label, defines, kw in variants:
+        for label, variant, kw in variants:
             for copies in ("cp.async", "auto"):
                 c.fill(0xFFFF)
-                run(a, b, c, defines, copies=copies, **kw)
+                run(a, b, c, variant, copies=copies, **kw)
                 err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
                 if not err <= bf16_tolerance(ref):
                     raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")

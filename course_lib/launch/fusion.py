@@ -5,6 +5,7 @@ shared memory); and their smoke launch. Notebook 08's lab times them; 11's capst
 exercises launch the RMSNorm from here."""
 from __future__ import annotations
 
+import enum
 import functools
 import itertools
 import math
@@ -13,9 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import defines_to_options
 from course_lib.core.hardware import detect
-from course_lib.launch.gemm_bf16 import BF16, run_bf16
+from course_lib.launch.gemm_bf16 import (
+    BIAS_GELU,
+    BIAS_GELU_RESIDUAL,
+    BIAS_RESIDUAL,
+    PLAIN,
+    Variant,
+    run_bf16,
+)
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance,
@@ -117,33 +124,19 @@ def run_fused(fam, x, out) -> None:
 STAGED_MIN_CC = 9.0
 
 
-def epilogue_defines(residual: bool, libm_tanh: bool = False, gelu: bool = True, staged: bool = False) -> dict:
-    return {"TC_EPILOGUE": 2 if residual else 1, **({"TC_GELU_TANHF": 1} if libm_tanh else {}),
-            **({} if gelu else {"TC_EPILOGUE_GELU": 0}), **({"TC_STAGE_C": 1} if staged else {})}
-
-
-def _gemm_function(defines: dict | None):
-    return cuda.compile_family(BF16, None, defines_to_options(defines)).function("bf16_gemm_mma")
-
-
-def run_plain_gemm(a, b, c, staged: bool = False) -> None:
-    """The course's bf16 GEMM as notebook 06 left it, or (``staged``) with C sent out through shared
-    memory in 16-byte stores."""
-    defines = {"TC_STAGE_C": 1} if staged else None
-    run_bf16(a, b, c, _gemm_function(defines), defines)
-
-
-def run_epilogue_gemm(a, b, c, bias, residual=None, copies: str = "auto", libm_tanh: bool = False,
-                      gelu: bool = True, staged: bool = False) -> None:
-    """C = GELU(A·B + bias) (+ residual) with the epilogue fused into the bf16 GEMM's stores;
-    ``libm_tanh`` computes GELU's tanh with tanhf instead of the hardware instruction; ``gelu=False``
-    adds the bias (and residual) only; ``staged`` sends C out through shared memory (sm_90+)."""
+def run_gemm(variant: Variant, a, b, c, bias=None, residual=None, copies: str = "auto") -> None:
+    """C = A·B by one of the bf16 GEMM's variants (``gemm_bf16``'s table), with its epilogue fused into
+    the stores where it has one: + bias, GELU, + residual as the variant says (``bias`` is read by the
+    epilogue variants, ``residual`` by the residual ones only)."""
+    if not variant.epilogue:
+        variant.run(a, b, c, copies)
+        return
     import cupy
 
-    defines = epilogue_defines(residual is not None, libm_tanh, gelu, staged)
+    if bias is None or (variant.residual and residual is None):
+        raise ValueError(f"the {variant.name!r} epilogue reads a bias{' and a residual' * variant.residual}")
     null = cupy.zeros(1, dtype=cupy.uint16)
-    run_bf16(a, b, c, _gemm_function(defines), defines, copies,
-             epilogue_args=(bias, residual if residual is not None else null))
+    variant.run(a, b, c, copies, epilogue_args=(bias, residual if variant.residual else null))
 
 
 def run_epilogue_pass(out, c, bias, residual=None) -> None:
@@ -178,12 +171,29 @@ def one_pass_row_vecs(n: int) -> int:
     return max(_row_vecs_default(), -(-n // (4 * 1024)))
 
 
+class RowPlan(enum.Enum):
+    """How a softmax or RMSNorm kernel covers its rows; the value is the plan's name in notebook 08."""
+
+    ONE_PASS = "one pass"                                      # the row in one block's registers
+    TWO_PASS = "two pass"                                      # statistics, then a second read
+    SPLIT = "one pass, split over a cluster of 2"              # each row's halves on a pair of blocks, sm_90+
+    PREFETCH = "one pass, persistent, next row prefetched"     # RMSNorm only
+    HALF_SHARED = "one pass, half the row in shared memory"
+    # The control for HALF_SHARED: the same kernel and launch, with more shared memory asked for than it
+    # uses, so that only one block fits on an SM. What it loses against HALF_SHARED is what the second
+    # block per SM was worth; what is left against the one-pass kernel is the rest of the change (the
+    # early cp.async copies, 512-thread blocks, and whatever the padding does to the L1).
+    HALF_SHARED_ONE_PER_SM = "one pass, half the row in shared memory, one block per SM"
+
+    @property
+    def one_pass(self) -> bool:
+        """Reads the row once (every plan but two passes), in some layout."""
+        return self is not RowPlan.TWO_PASS
+
+
 def one_pass_family(n: int):
     rv = one_pass_row_vecs(n)
     return cuda.compile_family(FAMILY, None, () if rv == _row_vecs_default() else (f"-DROW_VECS={rv}",))
-
-
-SPLIT = "one pass, split over a cluster of 2"
 
 
 SPLIT_MIN_CC = 9.0
@@ -209,9 +219,6 @@ def _split(name: str, x, args: tuple) -> None:
     cuda.kernel(FAMILY, name)((2 * rows,), (split_threads(n),), args)
 
 
-PREFETCH = "one pass, persistent, next row prefetched"
-
-
 def prefetch_launch(rows: int, n: int) -> tuple[tuple, tuple, int]:
     """(grid, block, dynamic shared memory) of ``rmsnorm_prefetch``: as many blocks as fit on every
     SM at once (the occupancy model with the compiler's registers), each with a row's worth of slots."""
@@ -229,9 +236,6 @@ def prefetch_launch(rows: int, n: int) -> tuple[tuple, tuple, int]:
     return (min(rows, per_sm * info.sm_count),), (threads,), smem
 
 
-HALF_SHARED = "one pass, half the row in shared memory"
-
-
 HALF_SHARED_THREADS = 512
 
 
@@ -241,18 +245,11 @@ def half_shared_launch(n: int) -> tuple[tuple, int]:
     shared slots for the rest (none when the row fits in registers)."""
     per_thread = 4 * _row_vecs_default()
     if n > 2 * per_thread * HALF_SHARED_THREADS:
-        raise ValueError(f"{HALF_SHARED} holds a row of at most {2 * per_thread * HALF_SHARED_THREADS} floats; "
+        raise ValueError(f"{RowPlan.HALF_SHARED.value} holds a row of at most {2 * per_thread * HALF_SHARED_THREADS} floats; "
                          f"n = {n}. Use the two-pass plan for longer rows.")
     threads = min(HALF_SHARED_THREADS, row_threads(-(-n // 2)))
     far = max(0, n - per_thread * threads)
     return (threads,), (_row_vecs_default() * threads * 16 if far else 0)
-
-
-# The control for HALF_SHARED: the same kernel and launch, with more shared memory asked for than it
-# uses, so that only one block fits on an SM. What it loses against HALF_SHARED is what the second
-# block per SM was worth; what is left against the one-pass kernel is the rest of the change (the early
-# cp.async copies, 512-thread blocks, and whatever the padding does to the L1).
-HALF_SHARED_ONE_PER_SM = HALF_SHARED + ", one block per SM"
 
 
 def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> int:
@@ -263,13 +260,13 @@ def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> in
     if padded > budget.max_smem_per_block_bytes or \
             occupancy.residency(budget, threads, registers, padded).resident_blocks != 1:
         raise ValueError(f"{budget.name}: {padded} B of shared memory a block does not leave exactly one "
-                         f"{threads}-thread block per SM; this GPU cannot run {HALF_SHARED_ONE_PER_SM!r}.")
+                         f"{threads}-thread block per SM; this GPU cannot run {RowPlan.HALF_SHARED_ONE_PER_SM.value!r}.")
     return padded
 
 
-def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_lengths: list[int]) -> tuple[str, ...]:
+def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_lengths: list[int]) -> tuple[RowPlan, ...]:
     """The half-shared plans ``fusion.reductions`` runs at row length n on an SM of ``budget``, for a
-    kernel of ``registers`` a thread and ``static_smem`` bytes: ``HALF_SHARED`` at ``row_lengths`` where
+    kernel of ``registers`` a thread and ``static_smem`` bytes: ``RowPlan.HALF_SHARED`` at ``row_lengths`` where
     its block fits (a 32k row's 64 KiB of slots and the kernel's own do not on a T4), and its
     one-block-per-SM control at the longest of them, where the padding can be arranged."""
 
@@ -286,12 +283,12 @@ def half_shared_plans(budget, registers: int, static_smem: int, n: int, row_leng
             one_block_per_sm_smem(budget, threads, registers, total)
         except ValueError:
             control = False
-    return (HALF_SHARED,) + (HALF_SHARED_ONE_PER_SM,) * control
+    return (RowPlan.HALF_SHARED,) + (RowPlan.HALF_SHARED_ONE_PER_SM,) * control
 
 
 @functools.lru_cache(maxsize=None)   # once per row length: it reads the device's attributes
 def half_shared_one_per_sm_launch(op: str, n: int) -> tuple[tuple, int]:
-    """(block, dynamic shared memory) of ``HALF_SHARED_ONE_PER_SM`` for ``op`` ("softmax" or "rmsnorm")
+    """(block, dynamic shared memory) of ``RowPlan.HALF_SHARED_ONE_PER_SM`` for ``op`` ("softmax" or "rmsnorm")
     on the GPU in use."""
 
     block, smem = half_shared_launch(n)
@@ -314,18 +311,19 @@ def _half_shared(op: str, rows: int, n: int, args: tuple, one_per_sm: bool = Fal
     _launch_with_slots(f"{op}_half_shared", (rows,), block, smem, args)
 
 
-def run_softmax(out, x, plan: str, stats=None) -> None:
-    """Softmax over the last axis of a rows x n float32 CuPy array: ``plan`` "one pass", "two pass",
-    ``SPLIT`` (each row's halves on a pair of blocks, sm_90+), ``HALF_SHARED`` or its control
-    ``HALF_SHARED_ONE_PER_SM``."""
+def run_softmax(out, x, plan: RowPlan = RowPlan.ONE_PASS, stats=None) -> None:
+    """Softmax over the last axis of a rows x n float32 CuPy array by ``plan``: any ``RowPlan`` but
+    ``PREFETCH``; ``stats`` (2 · rows floats) is the two-pass plan's scratch."""
     rows, n = x.shape
-    if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
-        _half_shared("softmax", rows, n, (out, x, np.int32(n)), plan == HALF_SHARED_ONE_PER_SM)
+    if plan in (RowPlan.HALF_SHARED, RowPlan.HALF_SHARED_ONE_PER_SM):
+        _half_shared("softmax", rows, n, (out, x, np.int32(n)), plan is RowPlan.HALF_SHARED_ONE_PER_SM)
         return
-    if plan == SPLIT:
+    if plan is RowPlan.SPLIT:
         _split("softmax_split", x, (out, x, np.int32(n)))
         return
-    if plan == "one pass":
+    if plan is RowPlan.PREFETCH:
+        raise ValueError("the prefetching plan is RMSNorm's only")
+    if plan is RowPlan.ONE_PASS:
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("softmax_one_pass")((rows,), (row_threads(n, rv),), (out, x, np.int32(n)))
         return
@@ -334,24 +332,24 @@ def run_softmax(out, x, plan: str, stats=None) -> None:
     cuda.kernel(FAMILY, "softmax_normalize")((rows,), t, (out, x, stats, np.int32(n)))
 
 
-def run_rmsnorm(out, x, w, plan: str, stats=None, eps: float = 1e-6) -> None:
-    """RMSNorm over the last axis, weights w (n floats): ``plan`` "one pass", "two pass", ``SPLIT``,
-    ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on this one)
-    ``HALF_SHARED`` (half of each row in shared memory, two blocks of 32k rows to an SM) or its control
-    ``HALF_SHARED_ONE_PER_SM``."""
+def run_rmsnorm(out, x, w, plan: RowPlan = RowPlan.ONE_PASS, stats=None, eps: float = 1e-6) -> None:
+    """RMSNorm over the last axis, weights w (n floats), by ``plan``: one pass (the default), two passes,
+    ``SPLIT``, ``PREFETCH`` (a persistent grid that copies each block's next row in while it works on
+    this one), ``HALF_SHARED`` (half of each row in shared memory, two blocks of 32k rows to an SM) or
+    its control ``HALF_SHARED_ONE_PER_SM``."""
     rows, n = x.shape
-    if plan == SPLIT:
+    if plan is RowPlan.SPLIT:
         _split("rmsnorm_split", x, (out, x, w, np.int32(n), np.float32(eps)))
         return
-    if plan == PREFETCH:
+    if plan is RowPlan.PREFETCH:
         grid, block, smem = prefetch_launch(rows, n)
         _launch_with_slots("rmsnorm_prefetch", grid, block, smem, (out, x, w, np.int32(rows), np.int32(n), np.float32(eps)))
         return
-    if plan in (HALF_SHARED, HALF_SHARED_ONE_PER_SM):
+    if plan in (RowPlan.HALF_SHARED, RowPlan.HALF_SHARED_ONE_PER_SM):
         _half_shared("rmsnorm", rows, n, (out, x, w, np.int32(n), np.float32(eps)),
-                     plan == HALF_SHARED_ONE_PER_SM)
+                     plan is RowPlan.HALF_SHARED_ONE_PER_SM)
         return
-    if plan == "one pass":
+    if plan is RowPlan.ONE_PASS:
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("rmsnorm_one_pass")((rows,), (row_threads(n, rv),),
                                                         (out, x, w, np.int32(n), np.float32(eps)))
@@ -377,16 +375,16 @@ def fusion_smoke() -> None:
         soft = cupy.exp(xd - xd.max(1, keepdims=True))
         soft /= soft.sum(1, keepdims=True)
         rms = xd / cupy.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w
-        split = (SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
-        plans = ("one pass", "two pass", HALF_SHARED) + split
+        split = (RowPlan.SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
+        plans = (RowPlan.ONE_PASS, RowPlan.TWO_PASS, RowPlan.HALF_SHARED) + split
         runs = [("softmax", p, lambda p=p: run_softmax(out, x, p, stats), soft) for p in plans]
-        runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (PREFETCH,)]
+        runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (RowPlan.PREFETCH,)]
         for name, plan, run, ref in runs:
             out.fill(np.nan)
             run()
             err = float(cupy.abs(out - ref).max())
             if not err <= 1e-4 * float(cupy.abs(ref).max()):
-                raise AssertionError(f"{name} {plan} wrong at {rows}x{n}: max error {err}")
+                raise AssertionError(f"{name} {plan.value} wrong at {rows}x{n}: max error {err}")
     for n in (1, 3, 4, 1001):
         ops = [affine_op(i) for i in range(3)]
         fam = compiled_chain(ops)
@@ -417,16 +415,16 @@ def fusion_smoke() -> None:
         ref = gelu + bf16_bits_to_float32(res)
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
         stagings = (False, True) if float(detect().compute_capability) >= STAGED_MIN_CC else (False,)
-        cases = [(res, True, ref), (res, False, z + bf16_bits_to_float32(res)), (None, True, gelu)]
-        for copies, staged, (residual, with_gelu, want) in itertools.product(("cp.async", "auto"), stagings, cases):
+        cases = [(BIAS_GELU_RESIDUAL, ref), (BIAS_RESIDUAL, z + bf16_bits_to_float32(res)), (BIAS_GELU, gelu)]
+        for copies, staged, (variant, want) in itertools.product(("cp.async", "auto"), stagings, cases):
+            variant = variant.staged() if staged else variant
             c.fill(0xFFFF)
-            run_epilogue_gemm(a, b, c, bias, residual, copies, gelu=with_gelu, staged=staged)
+            run_gemm(variant, a, b, c, bias, res, copies)
             if not float(cupy.abs(bf16_bits_to_float32(c) - want).max()) <= bf16_tolerance(want):
-                raise AssertionError(f"fused epilogue ({copies}, GELU {with_gelu}, residual {residual is not None}, "
-                                     f"16-byte stores {staged}) wrong at {m}x{n}x{k}")
+                raise AssertionError(f"fused epilogue {variant.name!r} ({copies}) wrong at {m}x{n}x{k}")
         for staged in stagings:
             c.fill(0xFFFF)
-            run_plain_gemm(a, b, c, staged)
+            run_gemm(PLAIN.staged() if staged else PLAIN, a, b, c)
             if not float(cupy.abs(bf16_bits_to_float32(c) - product).max()) <= bf16_tolerance(product):
                 raise AssertionError(f"plain GEMM (16-byte stores {staged}) wrong at {m}x{n}x{k}")
         run_bf16(a, b, c)

@@ -1,12 +1,14 @@
 """Host launcher of ``kernels/gemm_bf16.cu``: the bf16 ``mma.sync`` kernel, its tiles filled by cp.async or
 (sm_90+) the TMA, its geometry from the file's macro defaults, the TMA descriptors, and its smoke launch.
-Notebooks 06-09 run it; their labs pick the variant (``-D`` defines) and this module launches it."""
+Notebooks 06-09 run it; their labs pick a named ``Variant`` (its ``-D`` defines) from this module's table
+and this module launches it."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 
 from course_lib.core import cuda
-from course_lib.core.cuda import macros
+from course_lib.core.cuda import defines_to_options, macros
 from course_lib.core.hardware import detect
 from course_lib.launch.gemm_fp32 import SMOKE_SHAPES
 from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits
@@ -17,6 +19,86 @@ BF16_MIN_CC = 8.0
 TMA_MIN_CC = 9.0
 BF16_SMEM_EXTRA = 1024 + 64   # beyond the tiles: slack to align them to 1024 bytes, and the mbarriers
 COPY_ENGINES = ("cp.async", "tma")
+KERNEL = "bf16_gemm_mma"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One named build of ``bf16_gemm_mma``: the ``-D`` defines it sets over the file's defaults
+    (none for the plain kernel). Pick one from the table below; never build its defines by hand."""
+
+    name: str
+    defines: dict[str, int] = field(default_factory=dict)
+
+    def __hash__(self) -> int:   # a dict field: hash what it compiles to
+        return hash((self.name, self.options))
+
+    @property
+    def epilogue(self) -> int:
+        """``TC_EPILOGUE``: 0 none, 1 bias (+ GELU), 2 with the residual too."""
+        return self.defines.get("TC_EPILOGUE", 0)
+
+    @property
+    def residual(self) -> bool:
+        return self.epilogue == 2
+
+    @property
+    def gelu(self) -> bool:
+        return self.epilogue > 0 and self.defines.get("TC_EPILOGUE_GELU", 1) == 1
+
+    @property
+    def staged_stores(self) -> bool:
+        """C sent out through shared memory in 16-byte stores (``TC_STAGE_C``, sm_90+)."""
+        return self.defines.get("TC_STAGE_C", 0) == 1
+
+    def staged(self) -> Variant:
+        """The same variant with 16-byte staged stores."""
+        return Variant(f"{self.name}, 16-byte stores", {**self.defines, "TC_STAGE_C": 1})
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return defines_to_options(self.defines)
+
+    def family(self, arch: str | None = None):
+        return cuda.compile_family(BF16, arch, self.options)
+
+    def function(self):
+        return self.family().function(KERNEL)
+
+    def run(self, a_bits, b_bits, c_bits, copies: str = "auto", grid=None, epilogue_args: tuple = (),
+            smem_bytes: int | None = None) -> None:
+        """``run_bf16`` with this variant's kernel and defines."""
+        run_bf16(a_bits, b_bits, c_bits, self.function(), self.defines or None, copies, grid, epilogue_args,
+                 smem_bytes)
+
+
+def epilogue_variant(residual: bool, libm_tanh: bool = False, gelu: bool = True, staged: bool = False) -> Variant:
+    """The fused-epilogue variant: bias, GELU unless ``gelu=False`` (its tanh by libm's tanhf with
+    ``libm_tanh``), the residual with ``residual``, 16-byte staged stores with ``staged``."""
+    name = "bias" + " + GELU" * gelu + " + residual" * residual + ", libm tanhf" * libm_tanh
+    variant = Variant(name, {"TC_EPILOGUE": 2 if residual else 1, **({"TC_GELU_TANHF": 1} if libm_tanh else {}),
+                             **({} if gelu else {"TC_EPILOGUE_GELU": 0})})
+    return variant.staged() if staged else variant
+
+
+PLAIN = Variant("plain")
+PLAIN_STAGED = PLAIN.staged()
+BIAS_ONLY = epilogue_variant(False, gelu=False)
+BIAS_GELU = epilogue_variant(False)
+BIAS_GELU_STAGED = BIAS_GELU.staged()
+BIAS_RESIDUAL = epilogue_variant(True, gelu=False)
+BIAS_GELU_RESIDUAL = epilogue_variant(True)
+BIAS_GELU_RESIDUAL_STAGED = BIAS_GELU_RESIDUAL.staged()
+BIAS_GELU_RESIDUAL_TANHF = epilogue_variant(True, libm_tanh=True)
+SCHEDULED = Variant("scheduled", {"TC_SCHEDULED": 1})    # persistent grids and split-K (notebook 07)
+NARROW = Variant("128x64 tile", {"TC_BN": 64, "TC_WN": 32})
+PROXY_FENCE = Variant("proxy fence", {"TC_PROXY_FENCE": 1})   # the default, asked for by name (notebook 09)
+NO_PROXY_FENCE = Variant("no proxy fence", {"TC_PROXY_FENCE": 0})
+
+
+def with_stages(stages: int) -> Variant:
+    """The kernel with ``stages`` pipeline slots (``TC_STAGES``, notebook 09)."""
+    return Variant(f"{stages} stages", {"TC_STAGES": stages})
 
 
 def _ceil_div(a: int, b: int) -> int:

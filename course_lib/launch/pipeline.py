@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import defines_to_options
 from course_lib.core.hardware import detect
-from course_lib.launch.gemm_bf16 import BF16, run_bf16
+from course_lib.launch.gemm_bf16 import NO_PROXY_FENCE, PROXY_FENCE
 from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits, torch_view
 from course_lib.measure.evidence import Check
 from course_lib.measure.smoke import covers
@@ -188,8 +187,7 @@ def run_fence_gemm(n: int, fence: bool) -> None:
 
     a, b = to_bf16_bits(random_operand((n, n), 21)), to_bf16_bits(random_operand((n, n), 22))
     c = cupy.full((n, n), 0xFFFF, dtype=cupy.uint16)
-    d = {"TC_PROXY_FENCE": int(fence)}
-    run_bf16(a, b, c, cuda.compile_family(BF16, None, defines_to_options(d)).function("bf16_gemm_mma"), d, "tma")
+    (PROXY_FENCE if fence else NO_PROXY_FENCE).run(a, b, c, "tma")
     ref = cupy.asarray(torch.mm(torch_view(a), torch_view(b)).float())
     err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
     print(f"n={n} fence={fence} max error {err:.4g} (tolerance {bf16_tolerance(ref):.4g})")

@@ -269,7 +269,7 @@ def _course_row_kernel(op: str, x, w):
     rows, cols = x.shape
     if op == "rms_norm":
         y = cupy.empty_like(x)
-        return (lambda: run_rmsnorm(y, x, w, "one pass")), "fusion.rmsnorm_one_pass"
+        return (lambda: run_rmsnorm(y, x, w)), "fusion.rmsnorm_one_pass"
     stats = cupy.empty(rows, dtype=cupy.float32)
     kernel = cuda.kernel(FAMILY, "rmsnorm_row_stats")
     return (lambda: kernel((rows,), (row_threads(cols),), (stats, x, np.int32(cols), np.float32(1e-6)))), \
