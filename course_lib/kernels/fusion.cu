@@ -12,7 +12,8 @@
 #define NEG_INF (-__int_as_float(0x7f800000))
 
 typedef unsigned short bf16_raw;
-typedef unsigned int u32;
+
+#include "async_copy.cuh"   // smem_u32, and the cp.async copies of prefetch_row
 
 // ---------------------------------------------------------------------------------------------- reductions
 
@@ -324,25 +325,23 @@ __device__ __forceinline__ void prefetch_row(float4* slots, const float* __restr
 #pragma unroll 1
     for (int j = 0; j < ROW_VECS; ++j) {
         const int slot = j * blockDim.x + threadIdx.x, e0 = 4 * slot;   // thread_slot(j), written out: the SASS the records ran
-        const u32 dst = (u32)__cvta_generic_to_shared(slots + slot);
+        const u32 dst = smem_u32(slots + slot);
         if ((n & 3) == 0) {
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                         :: "r"(dst), "l"(x + (e0 < n ? e0 : 0)), "r"(e0 < n ? 16 : 0) : "memory");
+            cp_async16(dst, x + (e0 < n ? e0 : 0), e0 < n ? 16 : 0);
         } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e)
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
-                             :: "r"(dst + 4 * e), "l"(x + (e0 + e < n ? e0 + e : 0)), "r"(e0 + e < n ? 4 : 0) : "memory");
+                cp_async4_ca(dst + 4 * e, x + (e0 + e < n ? e0 + e : 0), e0 + e < n ? 4 : 0);
         }
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    cp_async_commit();
 #endif
 }
 
 // This thread's cp.async copies have landed (nothing to wait for below sm_80).
 __device__ __forceinline__ void wait_copies() {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    cp_async_wait_all();
 #endif
 }
 

@@ -80,49 +80,10 @@
 #define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2 + 1024 + 64)
 
 typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
-typedef unsigned int u32;
+
+#include "async_copy.cuh"   // smem_u32_asm, cp.async, and the TMA path's mbarriers, fences and tile loads
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-
-// 16 bytes global -> shared; src_bytes < 16 zero-fills the rest (0: all zeros).
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes));
-}
-// The same copy when the whole chunk is known to be inside the matrix.
-__device__ __forceinline__ void cp_async16_full(u32 dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" :: "n"(N));
-}
-
-// The TMA path's pieces (sm_90+): an mbarrier per stage that completes when its tile's bytes
-// have arrived, and a 2-D tile copy described by a tensor map the host encoded.
-#if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void mbar_init(u32 bar, u32 arrivals) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_bytes(u32 bar, u32 bytes) {   // arrive, and wait for bytes
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-    u32 done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void tma_tile(u32 dst, const void* tensor_map, int col, int row, u32 bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"(tensor_map), "r"(col), "r"(row), "r"(bar) : "memory");
-}
-#endif
-
 __device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
@@ -235,13 +196,13 @@ __device__ __forceinline__ void epilogue_pair(float& x0, float& x1, int r, int c
 __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __restrict__ src, int row, int col,
                                            int rows, int cols) {
     if (row < rows && col + 8 <= cols && (cols & 7) == 0) {
-        cp_async16(smem_addr(dst), src + (size_t)row * cols + col, 16);
+        cp_async16(smem_u32_asm(dst), src + (size_t)row * cols + col, 16);
     } else if (row < rows && col < cols) {
         const bf16_raw* s = src + (size_t)row * cols;
 #pragma unroll
         for (int e = 0; e < 8; ++e) dst[e] = (col + e < cols) ? s[col + e] : (bf16_raw)0;
     } else {
-        cp_async16(smem_addr(dst), src, 0);   // all zeros; src is only a valid address
+        cp_async16(smem_u32_asm(dst), src, 0);   // all zeros; src is only a valid address
     }
 }
 
@@ -268,10 +229,10 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
     static_assert(A_CHUNKS <= 32, "the row mask has 32 bits");
     extern __shared__ __align__(128) unsigned char smem[];
     // [S][BM][BK] A tiles, then [S][BN/64][BK][64] B tiles, both swizzled; then S mbarriers (TMA).
-    const u32 s_base = (smem_addr(smem) + 1023u) & ~1023u;
+    const u32 s_base = (smem_u32_asm(smem) + 1023u) & ~1023u;
     const u32 sA0 = s_base, sB0 = s_base + S * BM * BK * 2;
     [[maybe_unused]] const u32 bars = sB0 + S * BK * BN * 2;
-    bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem + (s_base - smem_addr(smem)));
+    bf16_raw* sA = reinterpret_cast<bf16_raw*>(smem + (s_base - smem_u32_asm(smem)));
     bf16_raw* sB = sA + S * BM * BK;
 
     // Rasterise in groups of TC_GROUP_M block rows, so that concurrently running
@@ -401,9 +362,9 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         auto tma_fill = [&](int slot, int tile) {     // one thread: tile `tile` into `slot`
             const u32 bar = bars + slot * 8;
             mbar_expect_bytes(bar, (BM * BK + BK * BN) * 2);
-            tma_tile(sA0 + slot * BM * BK * 2, map_a, tile * BK, bm, bar);
+            tma_load_2d(sA0 + slot * BM * BK * 2, map_a, tile * BK, bm, bar);
 #pragma unroll
-            for (int h = 0; h < BN / 64; ++h) tma_tile(sB0 + slot * BK * BN * 2 + h * BK * 128, map_b, bn + h * 64, tile * BK, bar);
+            for (int h = 0; h < BN / 64; ++h) tma_load_2d(sB0 + slot * BK * BN * 2 + h * BK * 128, map_b, bn + h * 64, tile * BK, bar);
         };
 #endif
         if (TMA) {
@@ -411,11 +372,11 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             static_assert(!TMA || BK == 64, "TMA tiles have 128-byte rows");
             if (tid == 0) {
                 // The maps were written by a host copy: order that before the TMA reads them.
-                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(map_a) : "memory");
-                asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(map_b) : "memory");
+                tensormap_acquire(map_a);
+                tensormap_acquire(map_b);
 #pragma unroll
                 for (int s = 0; s < S; ++s) mbar_init(bars + s * 8, 1);
-                asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+                mbar_init_fence();
             }
             __syncthreads();
             if (tid == 0) {
@@ -423,7 +384,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                 for (int s = 0; s < S; ++s)
                     if (s < tiles) tma_fill(s, t_first + s);
             }
-            mbar_wait(bars, 0);
+            mbar_wait_untimed(bars, 0);
 #endif
         } else {
 #pragma unroll
@@ -455,11 +416,11 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                                 // ldmatrix reads and TMA writes go through different proxies: without
                                 // this fence the refill may overwrite the slot under a pending read.
 #if TC_PROXY_FENCE
-                                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                                fence_proxy_async_shared_cta();
 #endif
                                 __syncthreads();   // everyone has: the slot is free
                                 if (tid == 0 && t + S < tiles) tma_fill(slot, t_first + t + S);
-                                if (t + 1 < tiles) mbar_wait(bars + next_slot * 8, ((t + 1) / S) & 1);
+                                if (t + 1 < tiles) mbar_wait_untimed(bars + next_slot * 8, ((t + 1) / S) & 1);
 #endif
                             } else if (S == 1) {
                                 // One slot: nothing overlaps. Everyone has read tile t; tile t + 1 is
@@ -489,7 +450,7 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             __syncthreads();   // nobody waits on the barriers any more: retire them for the next tile
             if (tid == 0)
 #pragma unroll
-                for (int s = 0; s < S; ++s) asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(bars + s * 8) : "memory");
+                for (int s = 0; s < S; ++s) mbar_inval(bars + s * 8);
 #endif
         }
     } else {

@@ -522,7 +522,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void wgmma_ceiling(float* __rest
     u32* words = reinterpret_cast<u32*>(smem + (sA - smem_u32(smem)));
     for (int i = threadIdx.x; i < (64 + N) * 32; i += blockDim.x)
         words[i] = i < 64 * 32 ? ceiling_a_pair(i) : ceiling_b_pair(i);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the stores above, visible to wgmma's reads
+    fence_proxy_async_shared_cta();   // the stores above, visible to wgmma's reads
     __syncthreads();
     float d[N / 2] = {};
     // A from registers (the m64k16 fragment): lane l's four registers all hold k pair l % 4.

@@ -14,7 +14,9 @@
 //   when it landed and when its math started and ended (clock64, calibrated by %globaltimer).
 //
 // Every mbarrier wait here gives up after PL_WAIT_NS nanoseconds with a trap: a wrong
-// parity or byte count ends the launch with an error instead of hanging the notebook.
+// parity or byte count ends the launch with an error ("an illegal instruction was encountered")
+// instead of hanging the notebook. The wait is async_copy.cuh's mbar_wait_clock_every_1024, which
+// reads the clock on every 1024th try; the copies, barriers and fences are that header's too.
 
 #ifndef PL_STAGES
 #define PL_STAGES 4
@@ -36,18 +38,7 @@
 #define SP_TRACE_TILES 64          // tiles traced per traced block
 #define SP_EVENTS 4                // issue, land, math start, math end
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-__device__ __forceinline__ u32 pl_smem_addr(const void* p) {
-    return (u32)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ u64 global_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "async_copy.cuh"   // smem_u32, globaltimer_ns, cp.async, mbarriers, bulk copies, proxy fences
 
 // ---------------------------------------------------------------------------- pointer chasing
 
@@ -114,12 +105,6 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_sync(const float
     block_partial(acc, in, n, partial);
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-template <int N> __device__ __forceinline__ void pl_cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-#endif
-
 // Launch: block (PL_THREADS), persistent grid, dynamic shared memory PL_STAGES * PL_TILE_F4 * 16
 // bytes. Tile j of this block goes to slot j % PL_STAGES, PL_STAGES - 1 tiles ahead of the math
 // (one slot is being read); with one stage, each copy is waited for before any math. Each thread
@@ -132,15 +117,14 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_cp_async(const f
     const long long n4 = n / 4, tiles = (n4 + PL_TILE_F4 - 1) / PL_TILE_F4, mine = my_tiles(tiles);
     const float4* in4 = reinterpret_cast<const float4*>(in);
     const int tid = threadIdx.x, reader = (tid + PL_THREADS / 2) % PL_THREADS;
-    const u32 base = pl_smem_addr(slots);
+    const u32 base = smem_u32(slots);
     auto issue = [&](long long j, int slot) {   // this thread's float4s of tile j; zeros past the end
 #pragma unroll
         for (int v = 0; v < PL_VECS; ++v) {
             const int e = v * PL_THREADS + tid;
             const long long i = (blockIdx.x + j * gridDim.x) * PL_TILE_F4 + e;
             const bool ok = i < n4;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                         :: "r"(base + (slot * PL_TILE_F4 + e) * 16), "l"(ok ? in4 + i : in4), "r"(ok ? 16 : 0) : "memory");
+            cp_async16(base + (slot * PL_TILE_F4 + e) * 16, ok ? in4 + i : in4, ok ? 16 : 0);
         }
     };
     auto consume = [&](int slot, float acc) {
@@ -152,8 +136,8 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_cp_async(const f
     if (S == 1) {
         for (long long j = 0; j < mine; ++j) {
             issue(j, 0);
-            asm volatile("cp.async.commit_group;" ::: "memory");
-            pl_cp_async_wait<0>();
+            cp_async_commit();
+            cp_async_wait<0>();
             __syncthreads();                      // everyone's copy has landed
             acc = consume(0, acc);
             __syncthreads();                      // everyone has read the slot
@@ -161,13 +145,13 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_cp_async(const f
     } else {
         for (int s = 0; s < S - 1; ++s) {
             if (s < mine) issue(s, s);
-            asm volatile("cp.async.commit_group;" ::: "memory");   // empty groups keep the count uniform
+            cp_async_commit();   // empty groups keep the count uniform
         }
         for (long long j = 0; j < mine; ++j) {
-            pl_cp_async_wait<(S >= 2 ? S - 2 : 0)>();   // this thread's copy of tile j has landed...
+            cp_async_wait<(S >= 2 ? S - 2 : 0)>();   // this thread's copy of tile j has landed...
             __syncthreads();                             // ...everyone's; and tile j - 1's slot is read
             if (j + S - 1 < mine) issue(j + S - 1, (int)((j + S - 1) % S));
-            asm volatile("cp.async.commit_group;" ::: "memory");
+            cp_async_commit();
             acc = consume((int)(j % S), acc);
         }
     }
@@ -176,40 +160,6 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_cp_async(const f
     __trap();   // cp.async needs compute capability 8.0 or newer
 #endif
 }
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void pl_mbar_init(u32 bar, u32 arrivals) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
-}
-__device__ __forceinline__ void pl_mbar_arrive(u32 bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-// Arrive, and add `bytes` to the transaction count the current phase waits for.
-__device__ __forceinline__ void pl_mbar_expect_bytes(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-// Wait until the phase with this parity has completed, or give up after PL_WAIT_NS and trap: the
-// launch then fails with "an illegal instruction was encountered" rather than never returning.
-__device__ __forceinline__ void pl_mbar_wait(u32 bar, u32 parity) {
-    u32 done = 0;
-    u64 start = 0;
-    for (u32 tries = 0; !done; ++tries) {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-        if (!done && (tries & 1023) == 0) {
-            const u64 now = global_ns();
-            if (tries == 0) start = now;
-            else if (now - start > PL_WAIT_NS) __trap();   // a wrong parity or byte count: no phase will complete
-        }
-    }
-}
-// One bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory
-// into shared memory; its bytes count against the mbarrier's expected transactions.
-__device__ __forceinline__ void pl_bulk_copy(u32 dst, const void* src, u32 bytes, u32 bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-#endif
 
 // Launch: block (PL_THREADS), persistent grid, dynamic shared memory PL_STAGES * PL_TILE_F4 * 16 bytes. All
 // PL_STAGES slots are filled up front; after the block has read slot j % S, thread 0 refills it
@@ -225,16 +175,16 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_bulk(const float
     const long long n4 = n / 4, tiles = (n4 + PL_TILE_F4 - 1) / PL_TILE_F4, mine = my_tiles(tiles);
     const float4* in4 = reinterpret_cast<const float4*>(in);
     const int tid = threadIdx.x, reader = (tid + PL_THREADS / 2) % PL_THREADS;
-    const u32 base = pl_smem_addr(slots), bars = pl_smem_addr(full);
+    const u32 base = smem_u32(slots), bars = smem_u32(full);
     auto issue = [&](long long j, int slot) {   // thread 0: tile j into `slot`, as many bytes as exist
         const long long first = (blockIdx.x + j * gridDim.x) * PL_TILE_F4;
         const u32 bytes = (u32)min((long long)PL_TILE_F4, n4 - first) * 16;
-        pl_mbar_expect_bytes(bars + slot * 8, bytes);
-        pl_bulk_copy(base + slot * PL_TILE_F4 * 16, in4 + first, bytes, bars + slot * 8);
+        mbar_expect_bytes(bars + slot * 8, bytes);
+        bulk_load_g2s(base + slot * PL_TILE_F4 * 16, in4 + first, bytes, bars + slot * 8);
     };
     if (tid == 0) {
-        for (int s = 0; s < S; ++s) pl_mbar_init(bars + s * 8, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");   // visible to the TMA
+        for (int s = 0; s < S; ++s) mbar_init(bars + s * 8, 1);
+        mbar_init_fence();   // visible to the TMA
     }
     __syncthreads();
     if (tid == 0)
@@ -242,14 +192,14 @@ extern "C" __global__ __launch_bounds__(PL_THREADS) void stream_bulk(const float
     float acc = 0.f;
     for (long long j = 0; j < mine; ++j) {
         const int slot = (int)(j % S);
-        pl_mbar_wait(bars + slot * 8, (u32)((j / S) & 1));
+        mbar_wait_clock_every_1024(bars + slot * 8, (u32)((j / S) & 1), PL_WAIT_NS);
         const long long first = (blockIdx.x + j * gridDim.x) * PL_TILE_F4;
 #pragma unroll
         for (int v = 0; v < PL_VECS; ++v) {   // past the end the slot holds stale bytes: skip them
             const int e = v * PL_THREADS + reader;
             if (first + e < n4) acc = sum_squares(slots[slot * PL_TILE_F4 + e], acc);
         }
-        if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (proxy_fence) fence_proxy_async_shared_cta();
         __syncthreads();                          // everyone has read the slot
         if (tid == 0 && j + S < mine) issue(j + S, slot);
     }
@@ -276,26 +226,26 @@ extern "C" __global__ void proxy_refill_race(const float* __restrict__ src, unsi
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ __align__(128) float tile[RACE_WORDS];
     __shared__ __align__(8) u64 full;
-    const u32 bar = pl_smem_addr(&full), base = pl_smem_addr(tile);
+    const u32 bar = smem_u32(&full), base = smem_u32(tile);
     const int lane = threadIdx.x % 32, turn = (threadIdx.x / 32) % 32;
     auto refill = [&](int round) {
-        pl_mbar_expect_bytes(bar, RACE_WORDS * 4);
-        pl_bulk_copy(base, src + (round & 1) * RACE_WORDS, RACE_WORDS * 4, bar);
+        mbar_expect_bytes(bar, RACE_WORDS * 4);
+        bulk_load_g2s(base, src + (round & 1) * RACE_WORDS, RACE_WORDS * 4, bar);
     };
     if (threadIdx.x == 0) {
-        pl_mbar_init(bar, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_init(bar, 1);
+        mbar_init_fence();
     }
     __syncthreads();
     if (threadIdx.x == 0) refill(0);
     unsigned wrong = 0;
     for (int r = 0; r < rounds; ++r) {
-        pl_mbar_wait(bar, r & 1);
+        mbar_wait_clock_every_1024(bar, r & 1, PL_WAIT_NS);
         float got[32];
 #pragma unroll
         for (int k = 0; k < 32; ++k)   // volatile asm: the reads are issued here, before the barrier
             asm volatile("ld.shared.f32 %0, [%1];" : "=f"(got[k]) : "r"(base + 4 * (lane * 32 + ((k + turn) & 31))) : "memory");
-        if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (proxy_fence) fence_proxy_async_shared_cta();
         __syncthreads();
         if (threadIdx.x == 0 && r + 1 < rounds) refill(r + 1);
         float sum = 0.f;
@@ -319,14 +269,12 @@ extern "C" __global__ void proxy_store_race(float* __restrict__ out, int rounds,
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (int r = 0; r < rounds; ++r) {
         for (int k = warp; k < 32; k += warps) tile[lane * 32 + k] = (float)(3 * r + 1);
-        if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (proxy_fence) fence_proxy_async_shared_cta();
         __syncthreads();
         if (threadIdx.x == 0) {
-            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                         :: "l"(out + ((size_t)blockIdx.x * rounds + r) * RACE_WORDS), "r"(pl_smem_addr(tile)),
-                            "r"(RACE_WORDS * 4) : "memory");
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // the tile may be rewritten
+            bulk_store_s2g(out + ((size_t)blockIdx.x * rounds + r) * RACE_WORDS, smem_u32(tile), RACE_WORDS * 4);
+            bulk_commit_group();
+            bulk_wait_group_read<0>();   // the tile may be rewritten
         }
         __syncthreads();
     }
@@ -359,7 +307,7 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
     const long long n4 = n / 4, tiles = (n4 + SP_TILE_F4 - 1) / SP_TILE_F4, mine = my_tiles(tiles);
     const float4* in4 = reinterpret_cast<const float4*>(in);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const u32 base = pl_smem_addr(slots), full0 = pl_smem_addr(full), empty0 = pl_smem_addr(empty);
+    const u32 base = smem_u32(slots), full0 = smem_u32(full), empty0 = smem_u32(empty);
     const bool traced = PL_TRACE && (int)blockIdx.x < traced_blocks;
     u64* my_trace = trace + (size_t)blockIdx.x * SP_TRACE_TILES * SP_EVENTS;
     auto mark = [&](long long j, int event) {
@@ -367,12 +315,12 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
     };
     u64 gt0 = 0, clk0 = 0;
     if (threadIdx.x == 0) {
-        if (traced) { gt0 = global_ns(); clk0 = clock64(); }
+        if (traced) { gt0 = globaltimer_ns(); clk0 = clock64(); }
         for (int s = 0; s < S; ++s) {
-            pl_mbar_init(full0 + s * 8, 1);
-            pl_mbar_init(empty0 + s * 8, SP_CONSUMERS * 32 + PL_TRACE);
+            mbar_init(full0 + s * 8, 1);
+            mbar_init(empty0 + s * 8, SP_CONSUMERS * 32 + PL_TRACE);
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_init_fence();
     }
     __syncthreads();
     float acc = 0.f;
@@ -380,19 +328,19 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
         if (lane == 0) {
             for (long long j = 0; j < mine; ++j) {
                 const int slot = (int)(j % S);
-                if (j >= S) pl_mbar_wait(empty0 + slot * 8, (u32)(((j / S) - 1) & 1));
+                if (j >= S) mbar_wait_clock_every_1024(empty0 + slot * 8, (u32)(((j / S) - 1) & 1), PL_WAIT_NS);
                 mark(j, 0);
                 const long long first = (blockIdx.x + j * gridDim.x) * SP_TILE_F4;
                 const u32 bytes = (u32)min((long long)SP_TILE_F4, n4 - first) * 16;
-                pl_mbar_expect_bytes(full0 + slot * 8, bytes);
-                pl_bulk_copy(base + slot * SP_TILE_F4 * 16, in4 + first, bytes, full0 + slot * 8);
+                mbar_expect_bytes(full0 + slot * 8, bytes);
+                bulk_load_g2s(base + slot * SP_TILE_F4 * 16, in4 + first, bytes, full0 + slot * 8);
             }
         }
     } else if (warp <= SP_CONSUMERS) {
         const int c = (warp - 1) * 32 + lane;   // consumer thread 0..127
         for (long long j = 0; j < mine; ++j) {
             const int slot = (int)(j % S);
-            pl_mbar_wait(full0 + slot * 8, (u32)((j / S) & 1));
+            mbar_wait_clock_every_1024(full0 + slot * 8, (u32)((j / S) & 1), PL_WAIT_NS);
             if (warp == 1 && lane == 0) mark(j, 2);
             const long long first = (blockIdx.x + j * gridDim.x) * SP_TILE_F4;
             float x[4 * SP_F4_PER_THREAD];
@@ -402,15 +350,15 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
                 float4 v = first + e < n4 ? slots[slot * SP_TILE_F4 + e] : make_float4(0.f, 0.f, 0.f, 0.f);
                 x[4 * k] = v.x; x[4 * k + 1] = v.y; x[4 * k + 2] = v.z; x[4 * k + 3] = v.w;
             }
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // reads before the refill
+            fence_proxy_async_shared_cta();   // reads before the refill
             // This thread is done with the slot (every thread arrives: each orders its own reads
             // before the refill). Released after the math instead, the slot stays taken until then.
-            if (!release_after_math) pl_mbar_arrive(empty0 + slot * 8);
+            if (!release_after_math) mbar_arrive(empty0 + slot * 8);
 #pragma unroll 1
             for (int w = 0; w < work; ++w)
 #pragma unroll
                 for (int q = 0; q < 4 * SP_F4_PER_THREAD; ++q) x[q] = fmaf(x[q], 0.999f, 0.001f);
-            if (release_after_math) pl_mbar_arrive(empty0 + slot * 8);
+            if (release_after_math) mbar_arrive(empty0 + slot * 8);
             float sum = 0.f;
 #pragma unroll
             for (int k = 0; k < SP_F4_PER_THREAD; ++k)   // padding past the end is zero, and f(0) is not
@@ -423,9 +371,9 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
     } else if (PL_TRACE && lane == 0) {   // the observer
         for (long long j = 0; j < mine; ++j) {
             const int slot = (int)(j % S);
-            pl_mbar_wait(full0 + slot * 8, (u32)((j / S) & 1));
+            mbar_wait_clock_every_1024(full0 + slot * 8, (u32)((j / S) & 1), PL_WAIT_NS);
             mark(j, 1);
-            pl_mbar_arrive(empty0 + slot * 8);
+            mbar_arrive(empty0 + slot * 8);
         }
     }
     if (warp >= 1 && warp <= SP_CONSUMERS) {
@@ -441,7 +389,7 @@ extern "C" __global__ void stream_specialized(const float* __restrict__ in, long
             u32 smid;
             asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
             u64* h = header + (size_t)blockIdx.x * 5;
-            h[0] = smid; h[1] = gt0; h[2] = clk0; h[3] = global_ns(); h[4] = clock64();
+            h[0] = smid; h[1] = gt0; h[2] = clk0; h[3] = globaltimer_ns(); h[4] = clock64();
         }
     }
 #else
