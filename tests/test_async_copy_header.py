@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from course_lib import cuda
+from course_lib.core import cuda
 
 HEADER = "async_copy.cuh"
 SEPARATE = {HEADER, "wgmma.cuh"}
