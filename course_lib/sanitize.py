@@ -3,7 +3,8 @@
     python -m course_lib.sanitize            # run every smoke launch (needs a GPU)
     python -m course_lib.sanitize --list     # which kernels each smoke launch covers
 
-Each ``lab_*`` module registers a smoke function for the kernels it owns with
+Each host launcher in ``course_lib/launch/`` (and a lab that still launches its own kernels)
+registers a smoke function for the kernels it owns with
 ``course_lib.measure.smoke.covers``; the test suite checks that every kernel in
 ``course_lib/kernels/`` is covered, so a new kernel cannot skip the sanitizer.
 Smoke launches use CuPy only (no PyTorch), at sizes that exercise edge masks.
@@ -11,16 +12,20 @@ Smoke launches use CuPy only (no PyTorch), at sizes that exercise edge masks.
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
 from typing import Callable
 
-from course_lib.launch import elementwise as smoke_elementwise  # noqa: F401  (registers the foundation's kernels)
+from course_lib import launch
 from course_lib.measure.experiments import all_experiments
 from course_lib.measure.smoke import SMOKE
 
 
 def registry() -> dict[tuple[str, str], Callable[[], None]]:
-    all_experiments()  # imports every lab_* module, which registers its smoke launches
+    for mod in pkgutil.iter_modules(launch.__path__):   # every host launcher registers its family's smoke launch
+        importlib.import_module(f"{launch.__name__}.{mod.name}")
+    all_experiments()  # imports every lab, for the smoke launches labs still hold
     return SMOKE
 
 
