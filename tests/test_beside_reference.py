@@ -6,15 +6,15 @@ import pkgutil
 
 import pytest
 
-import course_lib
+from course_lib import labs
 from course_lib.figures import plots
 from course_lib.labs import waves as lab_waves
 from course_lib.measure import experiments
 
 # Row builders whose other arguments come from the live run (a measured ceiling or latency): the
 # reference's rows would be computed against the learner's GPU's numbers, so they stay as they are.
-NOT_BESIDE = {("lab_memory", "copy_rows"), ("lab_memory", "dram_rows"), ("lab_pipeline", "streaming_rows"),
-              ("lab_memory", "strided_figure"), ("lab_pipeline", "streaming_figure")}
+NOT_BESIDE = {("coalescing", "copy_rows"), ("coalescing", "dram_rows"), ("async_pipelines", "streaming_rows"),
+              ("coalescing", "strided_figure"), ("async_pipelines", "streaming_figure")}
 
 
 @pytest.fixture(autouse=True)
@@ -80,14 +80,15 @@ def test_a_figure_is_followed_by_the_records_figure(monkeypatch):
 
 def test_every_row_and_figure_builder_over_a_result_shows_the_reference_or_says_why_not():
     missing = []
-    for mod in pkgutil.iter_modules(course_lib.__path__):
-        if not mod.name.startswith("lab_"):
-            continue
-        module = importlib.import_module(f"course_lib.{mod.name}")
+    scanned = 0
+    for mod in pkgutil.iter_modules(labs.__path__):
+        module = importlib.import_module(f"{labs.__name__}.{mod.name}")
+        scanned += 1
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if not name.endswith(("_rows", "_figure")) or name.startswith("_") or fn.__module__ != module.__name__:
                 continue
             first = next(iter(inspect.signature(inspect.unwrap(fn)).parameters), None)
             if first == "result" and not hasattr(fn, "__wrapped__") and (mod.name, name) not in NOT_BESIDE:
                 missing.append(f"{mod.name}.{name}")
+    assert scanned >= 10, f"only {scanned} lab modules found in {labs.__path__}"
     assert not missing, f"row or figure builders without @beside_reference(_figure): {missing}"

@@ -144,7 +144,7 @@ GEOMETRY_BOXES = {"m": "M", "n": "N", "k": "K", "bm": "BM", "bn": "BN", "bk": "B
 
 
 def geometry_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_geometry's spans (course_lib/widgets_occupancy.py) from course_lib.models.launch_geometry."""
+    """render_geometry's spans (course_lib/widgets/threads_warps.py) from course_lib.models.launch_geometry."""
     from course_lib.models import launch_geometry as lg
 
     def expected():
@@ -189,7 +189,7 @@ def geometry_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 03: residency / occupancy
 
 def residency_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_residency's spans (course_lib/widgets_occupancy.py) from course_lib.models.occupancy, for the
+    """render_residency's spans (course_lib/widgets/occupancy.py) from course_lib.models.occupancy, for the
     SMs the calculator offers in replay mode (the lesson's SM and the spec table; not "custom")."""
     from course_lib.core.hardware import KIB
     from course_lib.models import occupancy as occ
@@ -233,9 +233,9 @@ def residency_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 04: sectors
 
 def sector_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_sectors' spans (course_lib/widgets_memory.py) from course_lib.models.memory."""
+    """render_sectors' spans (course_lib/widgets/coalescing.py) from course_lib.models.memory."""
     from course_lib.models import memory
-    from course_lib.widgets.memory import SectorCalculator
+    from course_lib.widgets.coalescing import SectorCalculator
 
     pattern_of, size_of = dict(SectorCalculator.PATTERNS), dict(SectorCalculator.SIZES)
 
@@ -266,9 +266,9 @@ def sector_scenario(nb: LabNotebook, calc) -> None:
 # --------------------------------------------------------------------------- 05: banks
 
 def bank_model(nb: LabNotebook, calc, after: str) -> None:
-    """render_banks' spans (course_lib/widgets_memory.py) from course_lib.models.memory."""
+    """render_banks' spans (course_lib/widgets/shared_memory.py) from course_lib.models.memory."""
     from course_lib.models import memory
-    from course_lib.widgets.memory import BankCalculator
+    from course_lib.widgets.shared_memory import BankCalculator
 
     pattern_of, size_of = dict(BankCalculator.PATTERNS), dict(BankCalculator.SIZES)
 

@@ -3,13 +3,18 @@ import re
 
 import pytest
 
-from course_lib.exercises import coalescing, shared_memory
-from course_lib.labs import memory as lab_memory
-from course_lib.measure import evidence, experiments, profiler
+from course_lib.exercises import coalescing as coalescing_checks
+from course_lib.exercises import shared_memory as shared_memory_checks
+from course_lib.labs import coalescing as lab_coalescing
+from course_lib.labs import shared_memory as lab_shared_memory
+from course_lib.launch import coalescing, transpose
+from course_lib.measure import evidence, experiments, launches, profiler
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import Result
+from course_lib.measure.target import Target
 from course_lib.models import memory
-from course_lib.widgets import memory as wm
+from course_lib.widgets import coalescing as widgets_coalescing
+from course_lib.widgets import shared_memory as widgets_shared_memory
 
 EXPERIMENTS = ["coalescing.strided_copy", "coalescing.patterns", "transpose.ladder", "banks.probe"]
 
@@ -32,7 +37,7 @@ def test_records_validate_and_carry_a_profile(name):
 
 
 def test_strided_sectors_per_request_are_the_models_exactly(results):
-    rows = lab_memory.global_profile_rows(results["coalescing.strided_copy"])
+    rows = lab_coalescing.global_profile_rows(results["coalescing.strided_copy"])
     assert len(rows) == 9
     for r in rows:
         assert r["ncu sectors/read"] == r["model sectors/read"]
@@ -40,12 +45,12 @@ def test_strided_sectors_per_request_are_the_models_exactly(results):
 
 
 def test_dram_reads_follow_64_byte_blocks_on_the_h200(results):
-    for r in lab_memory.global_profile_rows(results["coalescing.strided_copy"]):
+    for r in lab_coalescing.global_profile_rows(results["coalescing.strided_copy"]):
         assert r["ncu DRAM read MB"] == pytest.approx(r["model DRAM read MB, 64-B blocks"], rel=0.01)
 
 
 def test_misaligned_reads_cost_l1_sectors_but_not_dram(results):
-    for r in lab_memory.global_profile_rows(results["coalescing.patterns"]):
+    for r in lab_coalescing.global_profile_rows(results["coalescing.patterns"]):
         if r["case"].startswith("offset 1 "):
             assert r["ncu sectors/read"] == 5
             assert r["ncu DRAM read MB"] == pytest.approx(r["requested read MB"], rel=0.01)
@@ -53,14 +58,14 @@ def test_misaligned_reads_cost_l1_sectors_but_not_dram(results):
 
 def test_probe_wavefronts_are_the_bank_models(results):
     probe = results["banks.probe"]
-    for r in lab_memory.probe_rows(probe):
+    for r in lab_shared_memory.probe_rows(probe):
         assert r["ncu wavefronts/request"] == pytest.approx(r["model wavefronts/request"], rel=0.005)
-    fit = lab_memory.probe_fit(probe)
+    fit = lab_shared_memory.probe_fit(probe)
     assert 0.9 < fit["cycles_per_wavefront"] < 1.1 and fit["worst_residual"] < 0.05
 
 
 def test_transpose_bank_model_vs_profiler(results):
-    rows = {r["case"]: r for r in lab_memory.smem_profile_rows(results["transpose.ladder"])}
+    rows = {r["case"]: r for r in lab_shared_memory.smem_profile_rows(results["transpose.ladder"])}
     assert rows["shared tile 32×32"]["model load wavefronts/request"] == 32
     assert rows["shared tile 32×32"]["ncu load wavefronts/request"] == pytest.approx(32, rel=0.05)
     for name in ("padded tile 32×33", "swizzled tile 32×32", "padded tile 64×65"):
@@ -71,41 +76,45 @@ def test_transpose_bank_model_vs_profiler(results):
 def test_performance_targets_in_one_run(results):
     ladder = results["transpose.ladder"]
     cupy_copy = ladder.case("CuPy device-to-device copy").bandwidth_bytes_per_s
-    best = lab_memory.best_transpose(ladder)
-    assert best.kernel in {f"transpose.{t[0]}" for t in lab_memory.TRANSPOSES if t[4] is not None}
+    best = lab_shared_memory.best_transpose(ladder)
+    assert best.kernel in {f"transpose.{t[0]}" for t in transpose.TRANSPOSES if t[4] is not None}
     assert best.bandwidth_bytes_per_s >= 0.85 * cupy_copy
     assert ladder.case("course copy_vec4").bandwidth_bytes_per_s >= 0.95 * cupy_copy
-    rows = {r["case"]: r for r in lab_memory.transpose_rows(ladder)}
+    rows = {r["case"]: r for r in lab_shared_memory.transpose_rows(ladder)}
     assert rows["shared tile 32×32"]["GB/s"] < rows["padded tile 32×33"]["GB/s"]
     assert rows["naive (no shared memory)"]["GB/s"] < rows["shared tile 32×32"]["GB/s"]
 
 
 def test_copy_rows_use_the_sector_model(results):
     strided = results["coalescing.strided_copy"]
-    rows = lab_memory.copy_rows(strided, 4e12, "strides")
+    rows = lab_coalescing.copy_rows(strided, 4e12, "strides")
     assert [r["strides"] for r in rows] == strided.params["strides"]
     two = next(r for r in rows if r["strides"] == 2)
     assert two["model GB/s"] == pytest.approx(4e12 * 2 / 3 / 1e9)
-    blocks = {r["case"]: r for r in lab_memory.dram_rows(strided, 4e12)}
+    blocks = {r["case"]: r for r in lab_coalescing.dram_rows(strided, 4e12)}
     assert blocks["stride 16"]["model GB/s, 64-B blocks"] == pytest.approx(4e12 * 2 / 17 / 1e9)
 
 
 def test_transpose_model_matches_memory_module():
-    m = lab_memory.transpose_model("transpose_tiled", 8192)
+    m = transpose.transpose_model("transpose_tiled", 8192)
     p = memory.transpose_smem_full_tiles(8192, 32, 8, 32, False)
     assert (m["smem_load_wavefronts"], m["smem_load_requests"]) == (p.load_wavefronts, p.load_requests)
-    assert lab_memory.transpose_model("transpose_naive", 8192)["write_sectors_per_request"] == 32
+    assert transpose.transpose_model("transpose_naive", 8192)["write_sectors_per_request"] == 32
 
 
 def test_the_template_source_is_shown():
-    src = lab_memory.tiled_transpose_source()
+    src = lab_shared_memory.tiled_transpose_source()
     assert "template <int TILE, int ROWS, int PITCH, bool SWIZZLE>" in src and "__syncthreads" in src
 
 
 # --------------------------------------------------------------------------- profiling plumbing (no GPU needed)
 
 def _launches(n):
-    return [lab_memory._Launch(f"case {i}", {}, "coalescing.strided_copy", lambda: None, dict, 8.0) for i in range(n)]
+    return [launches.Launch(f"case {i}", {}, "coalescing.strided_copy", lambda: None, dict, 8.0, function="strided_copy")
+            for i in range(n)]
+
+
+TARGET = Target(coalescing.profile_strided, (1 << 10, [1]))
 
 
 def _cases(n):
@@ -118,7 +127,7 @@ def test_profile_unavailable_is_recorded_not_raised(monkeypatch):
 
     monkeypatch.setattr(profiler, "ncu_metrics", refuse)
     cases = _cases(2)
-    lab_memory._attach_profile(cases, _launches(2), "coalescing.strided_copy", {}, ["dram__bytes_read.sum"], "x")
+    launches.attach_known_profiles(cases, _launches(2), TARGET, ["dram__bytes_read.sum"], "x")
     assert all("ERR_NVGPUCTRPERM" in c.extra["ncu_unavailable"] and "ncu" not in c.extra for c in cases)
 
 
@@ -128,8 +137,7 @@ def test_profile_metrics_attach_in_launch_order(monkeypatch):
     monkeypatch.setattr(profiler, "ncu_metrics", lambda *a, **k: fake)
     monkeypatch.setattr(profiler, "ncu_version", lambda: "Version test")
     cases = _cases(2)
-    lab_memory._attach_profile(cases, _launches(2), "coalescing.strided_copy", {},
-                               ["dram__bytes_read.sum", "x.sum"], "x")
+    launches.attach_known_profiles(cases, _launches(2), TARGET, ["dram__bytes_read.sum", "x.sum"], "x")
     assert [c.extra["ncu"]["dram__bytes_read.sum"] for c in cases] == [0.0, 1.0]
     assert cases[0].extra["ncu"]["x.sum"] is None and cases[0].extra["ncu_version"] == "Version test"
 
@@ -138,7 +146,7 @@ def test_profile_of_the_wrong_kernels_is_refused(monkeypatch):
     fake = [profiler.KernelProfile(0, "copy", "", "", {})]
     monkeypatch.setattr(profiler, "ncu_metrics", lambda *a, **k: fake)
     cases = _cases(1)
-    lab_memory._attach_profile(cases, _launches(1), "coalescing.strided_copy", {}, ["a.sum"], "x")
+    launches.attach_known_profiles(cases, _launches(1), TARGET, ["a.sum"], "x")
     assert "expected" in cases[0].extra["ncu_unavailable"]
 
 
@@ -156,20 +164,20 @@ def test_live_result_without_profile_falls_back_to_the_recording(results):
 # --------------------------------------------------------------------------- exercise checks
 
 def test_check_sectors():
-    right = {q: coalescing.sectors_of(q) for q in coalescing.SECTOR_QUESTIONS}
-    assert coalescing.check_sectors(right).correct
+    right = {q: coalescing_checks.sectors_of(q) for q in coalescing_checks.SECTOR_QUESTIONS}
+    assert coalescing_checks.check_sectors(right).correct
     assert sorted(right.values()) == [1, 2, 4, 5, 8, 16, 32]
     wrong = dict(right, **{"fp32, stride 2": 4})
-    assert not coalescing.check_sectors(wrong).correct and "fp32, stride 2" in coalescing.check_sectors(wrong)
-    assert not coalescing.check_sectors({}).correct
-    assert not coalescing.check_sectors(8).correct
+    assert not coalescing_checks.check_sectors(wrong).correct and "fp32, stride 2" in coalescing_checks.check_sectors(wrong)
+    assert not coalescing_checks.check_sectors({}).correct
+    assert not coalescing_checks.check_sectors(8).correct
 
 
 def test_check_wavefronts():
-    right = {q: shared_memory.wavefronts_of(q) for q in shared_memory.BANK_QUESTIONS}
-    assert shared_memory.check_wavefronts(right).correct
+    right = {q: shared_memory_checks.wavefronts_of(q) for q in shared_memory_checks.BANK_QUESTIONS}
+    assert shared_memory_checks.check_wavefronts(right).correct
     assert right["8 B, a row (consecutive doubles)"] == 2 and right["4 B, a column of a 32 x 48 tile"] == 16
-    assert not shared_memory.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
+    assert not shared_memory_checks.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
 
 
 SCALE = r'''
@@ -215,7 +223,7 @@ def test_the_notebooks_exercise_sources_are_these():
     (lambda s: "no kernel here", False, "defines my_scale"),
 ])
 def test_coalescing_fix_check_in_replay(edit, correct, text):
-    v = coalescing.check_coalescing_fix(edit(SCALE))
+    v = coalescing_checks.check_coalescing_fix(edit(SCALE))
     assert v.correct is correct and text in v, v
 
 
@@ -229,7 +237,7 @@ def test_coalescing_fix_check_in_replay(edit, correct, text):
     (lambda s: s.replace("__syncthreads();", "__syncthreads()"), False, "does not compile"),
 ])
 def test_transpose_fix_check_in_replay(edit, correct, text):
-    v = shared_memory.check_transpose_fix(edit(TRANSPOSE))
+    v = shared_memory_checks.check_transpose_fix(edit(TRANSPOSE))
     assert v.correct is correct and text in v, v
 
 
@@ -241,7 +249,7 @@ def shown(calc, cls):
 
 
 def test_sector_calculator_shows_the_models_numbers():
-    calc = wm.SectorCalculator(pattern="unit")
+    calc = widgets_coalescing.SectorCalculator(pattern="unit")
     assert (shown(calc, "course-sectors"), shown(calc, "course-efficiency")) == ("4", "100.0")
     calc.offset.value = 4
     assert (shown(calc, "course-sectors"), shown(calc, "course-efficiency")) == ("5", "80.0")
@@ -264,14 +272,14 @@ def test_sector_calculator_shows_the_models_numbers():
     (lambda c: (setattr(c.pattern, "value", "shifted"), setattr(c.shift, "value", -1)), "shift must be"),
 ])
 def test_sector_calculator_bad_input(setup, message):
-    calc = wm.SectorCalculator(pattern="unit")
+    calc = widgets_coalescing.SectorCalculator(pattern="unit")
     setup(calc)
     assert "course-calc-error" in calc.answer.value and message in calc.answer.value
     assert "Traceback" not in calc.answer.value
 
 
 def test_bank_calculator_shows_the_models_numbers():
-    calc = wm.BankCalculator(pattern="column", pitch=32)
+    calc = widgets_shared_memory.BankCalculator(pattern="column", pitch=32)
     assert (shown(calc, "course-wavefronts"), shown(calc, "course-ways")) == ("32", "32")
     calc.pitch.value = 33
     assert (shown(calc, "course-wavefronts"), shown(calc, "course-degree")) == ("1", "1.00")
@@ -291,7 +299,7 @@ def test_bank_calculator_shows_the_models_numbers():
     (lambda c: setattr(c.index, "value", 40), "outside the tile"),
 ])
 def test_bank_calculator_bad_input_and_recovery(setup, message):
-    calc = wm.BankCalculator(pattern="column", pitch=32)
+    calc = widgets_shared_memory.BankCalculator(pattern="column", pitch=32)
     setup(calc)
     assert "course-calc-error" in calc.answer.value and message in calc.answer.value
     calc.pattern.value = "row"

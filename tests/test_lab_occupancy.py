@@ -5,6 +5,7 @@ import pytest
 from course_lib.core import cuda
 from course_lib.labs import occupancy as lab_occupancy
 from course_lib.labs import threads_warps as lab_warps
+from course_lib.launch import occupancy as launch_occupancy
 from course_lib.measure import experiments
 from course_lib.models import launch_geometry as lg
 from course_lib.models import occupancy as occ
@@ -133,7 +134,7 @@ def test_launch_contract_block_size(family, kernel, threads):
 
 def test_generated_register_variants_use_exactly_their_cap():
     caps = [24, 40, 96, 255]
-    cubin, log = cuda.compile_source(lab_occupancy.pressure_source(caps), "sm_90", "occupancy_pressure.cu")
+    cubin, log = cuda.compile_source(launch_occupancy.pressure_source(caps), "sm_90", "occupancy_pressure.cu")
     res = cuda.parse_ptxas_report(log, "sm_90")
     assert [res[f"pressure_r{c}"].registers for c in caps] == caps
 
@@ -153,7 +154,7 @@ def test_kernel_residency_uses_nvrtc():
 
 
 def test_reference_factor():
-    f = lab_occupancy.accumulate_reference_factor()
+    f = launch_occupancy.accumulate_reference_factor()
     assert f == pytest.approx(sum((1 + r / 64) / (r + 1) for r in range(64)), rel=1e-6)
 
 

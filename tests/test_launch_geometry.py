@@ -6,7 +6,7 @@ import pytest
 
 from course_lib.exercises import threads_warps as ex
 from course_lib.models import launch_geometry as lg
-from course_lib.widgets import occupancy as widgets_occupancy
+from course_lib.widgets import threads_warps as widgets_threads_warps
 
 
 def test_lessons_tile_grid_is_1024_blocks():
@@ -121,7 +121,7 @@ def shown(calc, cls):
 
 
 def test_calculator_shows_the_models_values():
-    c = widgets_occupancy.launch_geometry_calculator()
+    c = widgets_threads_warps.launch_geometry_calculator()
     c.m.value, c.n.value, c.k.value = 1000, 700, 300
     c.bm.value, c.bn.value, c.bk.value = 64, 64, 32
     c.pid.value, c.stage.value, c.warp.value = 175, 9, 3
@@ -132,7 +132,7 @@ def test_calculator_shows_the_models_values():
 
 
 def test_calculator_operand_switch_sets_row_major_strides():
-    c = widgets_occupancy.launch_geometry_calculator(n=700, k=300)
+    c = widgets_threads_warps.launch_geometry_calculator(n=700, k=300)
     c.operand.value = "B"
     assert (c.stride_row.value, c.stride_col.value) == (700, 1)
     c.operand.value = "A"
@@ -144,7 +144,7 @@ def test_calculator_operand_switch_sets_row_major_strides():
     ("pid", 10_000, "program id must be between"), ("warp", 9, "does not exist"), ("stage", -1, "stage must be"),
 ])
 def test_calculator_bad_input_shows_a_message(field, value, message):
-    c = widgets_occupancy.launch_geometry_calculator()
+    c = widgets_threads_warps.launch_geometry_calculator()
     setattr(getattr(c, field), "value", value)
     assert "course-calc-error" in c.answer.value and message in c.answer.value
     assert "Traceback" not in c.answer.value

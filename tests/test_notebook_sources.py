@@ -64,7 +64,7 @@ def test_sync_keeps_outputs_under_prose_edits_and_drops_them_under_code_edits(tm
                   .replace("env = session.banner()", "env = session.banner()  # edited"))
     ipynb.write_bytes(src.read_bytes())
     stale = text_to_notebook(md)
-    assert stale == ["from course_lib import session"]
+    assert stale == ["from course_lib.core import session"]
     after, before = nbformat.read(ipynb, as_version=4), nbformat.read(src, as_version=4)
     assert after.cells[0].source.startswith("# 00 (edited)")
     code_after = [c for c in after.cells if c.cell_type == "code"]

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from course_lib.core.hardware import SPECS
+from course_lib.launch import gemm_bf16
 from course_lib.models import occupancy, waves
 from course_lib.widgets.waves import MAX_DRAWN_TILES, wave_calculator
 
@@ -228,9 +229,8 @@ def test_impossible_input_is_a_message_not_a_traceback(control, value, name):
 
 def test_split_k_slices_are_never_empty():
     """The bf16 kernel's TMA path would hang on a slice with no K tile; the host refuses such splits."""
-    from course_lib.labs import waves as lab_waves
 
-    assert lab_waves.k_tiles(72) == 2 and lab_waves.max_split(72) == 2
-    assert lab_waves.empty_slices(72, 3) and not lab_waves.empty_slices(72, 2)
-    assert not lab_waves.empty_slices(16384, 7)                 # the recorded remedy: 256 tiles in 7 slices
-    assert lab_waves.empty_slices(448, 6) and lab_waves.max_split(448) == 7   # 7 tiles: 6 slices leave one empty
+    assert gemm_bf16.k_tiles(72) == 2 and gemm_bf16.max_split(72) == 2
+    assert gemm_bf16.empty_slices(72, 3) and not gemm_bf16.empty_slices(72, 2)
+    assert not gemm_bf16.empty_slices(16384, 7)                 # the recorded remedy: 256 tiles in 7 slices
+    assert gemm_bf16.empty_slices(448, 6) and gemm_bf16.max_split(448) == 7   # 7 tiles: 6 slices leave one empty

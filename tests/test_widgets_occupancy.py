@@ -1,6 +1,7 @@
 """Headless checks of the notebook-02 and -03 calculators' wiring."""
 from course_lib.models import occupancy as occ
-from course_lib.widgets.occupancy import LaunchGeometryCalculator, ResidencyCalculator
+from course_lib.widgets.occupancy import ResidencyCalculator
+from course_lib.widgets.threads_warps import LaunchGeometryCalculator
 
 
 def test_row_stride_follows_the_size_it_belongs_to():

@@ -150,3 +150,25 @@ def mix_table(family: str, kernels: list[str], arch: str, caption: str):
 # One colour per wave or iteration in the calculators' drawings (repeating after ten).
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
            "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+
+
+def bars_figure(rows: list[dict], title: str, ceiling_gbps: float | None = None,
+                measured_key: str = "measured GB/s", model_key: str | None = "model GB/s"):
+    """Horizontal bars: measured per case, with the model's value as a marker."""
+    fig, ax = plt.subplots(figsize=(8.5, 0.8 + 0.42 * len(rows)))
+    ys = range(len(rows))
+    ax.barh(list(ys), [r[measured_key] for r in rows], color="#4c72b0", label="measured")
+    if model_key:
+        ax.scatter([r[model_key] for r in rows], list(ys), color="#dd8452", marker="D", zorder=3,
+                   label="sector model × copy ceiling")
+    if ceiling_gbps:
+        ax.axvline(ceiling_gbps, color="grey", lw=1, label="copy ceiling")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([r["case"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s (useful bytes / time)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.5 / len(rows) - 0.08), ncol=3, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -2,13 +2,14 @@
 it shows. Importing this package registers every experiment; a lab never imports another lab."""
 from course_lib.labs import (  # noqa: F401
                              async_pipelines,
+                             coalescing,
                              failure_lab,
                              fusion,
                              gemm_ladder,
                              hopper_gemm,
-                             memory,
                              occupancy,
                              roofline,
+                             shared_memory,
                              threads_warps,
                              waves,
                              your_gpu,

@@ -14,7 +14,7 @@ each case's ``extra["ncu"]`` with the command and the ncu version):
   kernel and for random (block size, registers, shared memory) configurations, recorded with the
   inputs so the model can be re-checked against it anywhere (tests/test_lab_occupancy.py).
 
-Everything below "analysis" needs no GPU.
+The launches are ``course_lib.launch.occupancy``'s. Everything below "analysis" needs no GPU.
 """
 from __future__ import annotations
 
@@ -25,13 +25,12 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import Callable
 
 from course_lib.core import cuda, runtime
-from course_lib.core.hardware import KIB, detect
+from course_lib.core.hardware import KIB
 from course_lib.core.timing import benchmark
-from course_lib.measure import profiler
+from course_lib.launch import occupancy as launcher
+from course_lib.launch.occupancy import BLOCK, device_budget
 from course_lib.measure.evidence import RECORDED_DIR, Case, Check
 from course_lib.measure.experiments import (
     beside_reference,
@@ -41,11 +40,9 @@ from course_lib.measure.experiments import (
     launch_record,
     require_passed,
 )
-from course_lib.measure.smoke import covers
+from course_lib.measure.launches import attach_profiles, measure
+from course_lib.measure.target import Target
 from course_lib.models import occupancy as occ
-
-BLOCK = 256
-ILP_KERNELS = {1: "copy_ilp1", 2: "copy_ilp2", 4: "copy_ilp4", 8: "copy_ilp8"}
 
 OCC_METRICS = [
     "sm__warps_active.avg.pct_of_peak_sustained_active",     # achieved occupancy
@@ -62,222 +59,38 @@ LOCAL_METRICS = ["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_
 SPILL_METRICS = OCC_METRICS + LOCAL_METRICS + ["smsp__inst_executed.sum"]
 
 
-@dataclass
-class _Launch:
-    """One case: how to launch it once, check it, and what the model says about it."""
-
-    name: str
-    params: dict
-    kernel: str
-    run: Callable[[], None]
-    check: Callable[[], dict]
-    bytes: float
-    flop: float = 0.0
-    launch: dict | None = None
-    extra: dict = field(default_factory=dict)
-    function: str | None = None       # the kernel's name under ncu; None: not profiled (library calls)
-
-
-def device_budget() -> occ.SmBudget:
-    """The SM budget of the GPU in use (live mode)."""
-
-    return occ.budget_from_device(detect())
-
-
-def _model_extra(res: occ.Residency, bytes_per_thread: int | None = None) -> dict:
-    out = {"resident_blocks": res.resident_blocks, "active_warps": res.active_warps,
-           "occupancy": res.occupancy, "limiter": res.limiter, "budget": res.budget}
-    if bytes_per_thread is not None:
-        out["bytes_in_flight_per_sm"] = occ.bytes_in_flight_per_sm(res, bytes_per_thread)
-    return out
-
-
-def _measure(launches: list[_Launch], samples: int, flush_l2: bool) -> list[Case]:
-    cases = []
-    for la in launches:
-        check = la.check()
-        t = benchmark(la.run, samples, flush_l2=flush_l2)
-        cases.append(require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), la.flop, la.bytes,
-                                          check, la.launch, extra=dict(la.extra))))
-    return cases
-
-
-def _profile(name: str, params: dict, cases: list[Case], launches: list[_Launch], metrics: list[str]) -> None:
-    wanted = [(c, la) for c, la in zip(cases, launches) if la.function]
-    names = sorted({la.function for _, la in wanted})
-    script = f"from course_lib.labs import occupancy as lab_occupancy; lab_occupancy.profile_launch({name!r}, {json.dumps(params)})"
-    profiler.attach_profiles([c for c, _ in wanted], script, metrics, "^(" + "|".join(names) + ")$",
-                             [la.function for _, la in wanted])
-
-
-def profile_launch(name: str, params: dict) -> None:
-    """What runs under ncu: every profiled case of experiment ``name`` launched once, in case order."""
-    import cupy
-
-    for la in _SETUPS[name](**params):
-        if la.function:
-            la.run()
-    cupy.cuda.Device().synchronize()
-
-
 # --------------------------------------------------------------------------- the copies
-
-def _copy_buffers(n: int):
-    import cupy
-
-    a = cupy.random.default_rng(3).random(n, dtype=cupy.float32)
-    return a, cupy.empty_like(a)
-
-
-def _copy_launch(a, out, n: int, ilp: int, smem: int, b: occ.SmBudget, name: str, params: dict) -> _Launch:
-    import cupy
-
-    kernel = ILP_KERNELS[ilp]
-    fn = cuda.kernel("occupancy", kernel)
-    res = cuda.resources("occupancy", kernel)
-    # Above 48 KiB of dynamic shared memory a kernel must opt in; allow it the most a block may have.
-    fn.max_dynamic_shared_size_bytes = b.max_smem_per_block_bytes - res.static_smem_bytes
-    grid, block = ((n + BLOCK * ilp - 1) // (BLOCK * ilp),), (BLOCK,)
-    args = (out, a, cupy.int64(n))
-    model = occ.residency(b, BLOCK, res.registers, res.static_smem_bytes + smem)
-
-    def run():
-        fn(grid, block, args, shared_mem=smem)
-
-    def check():
-        out.fill(-1)
-        run()
-        return check_close(out, a, "source array", 0.0)
-
-    return _Launch(name, params, f"occupancy.{kernel}", run, check, 8.0 * n, 0.0,
-                   launch_record(grid, block, res, smem),
-                   {"ilp": ilp, "dynamic_smem_bytes": smem, **_model_extra(model, 4 * ilp)}, kernel)
-
-
-def _cupy_copy_launch(a, out, n: int) -> _Launch:
-    def run():
-        out.data.copy_from_device_async(a.data, a.nbytes)
-
-    def check():
-        out.fill(-1)
-        run()
-        return check_close(out, a, "source array", 0.0)
-
-    return _Launch("CuPy device-to-device copy", {"ceiling": True}, "cudaMemcpyAsync (CuPy)", run, check, 8.0 * n)
-
-
-def _sweep_launches(n: int, smem_kib: list[int]) -> list[_Launch]:
-    a, out = _copy_buffers(n)
-    b = device_budget()
-    launches = [_cupy_copy_launch(a, out, n)]
-    for kib in smem_kib:
-        launches.append(_copy_launch(a, out, n, 1, int(kib * KIB), b, f"{kib} KiB shared memory per block",
-                                     {"smem_kib": kib}))
-    return launches
-
 
 @experiment("occupancy.smem_sweep",
             "A one-float-per-thread copy whose blocks are allocated more and more unused shared memory.",
             n=1 << 26, smem_kib=[0, 16, 24, 28, 32, 40, 48, 64, 80, 112, 128, 192, 226], samples=25)
 def smem_sweep(n: int, smem_kib: list[int], samples: int) -> list[Case]:
-    launches = _sweep_launches(n, smem_kib)
-    cases = _measure(launches, samples, flush_l2=True)
-    _profile("occupancy.smem_sweep", {"n": n, "smem_kib": smem_kib}, cases, launches, OCC_METRICS)
+    launches = launcher.sweep_launches(n, smem_kib)
+    cases = measure(launches, samples, flush_l2=True)
+    attach_profiles(cases, launches, Target(launcher.profile_sweep, (n, smem_kib)), OCC_METRICS)
     return cases
-
-
-def _ilp_launches(n: int, ilp: list[int], resident_blocks: list[int]) -> list[_Launch]:
-    a, out = _copy_buffers(n)
-    b = device_budget()
-    bad = [k for k in ilp if k not in ILP_KERNELS]
-    if bad:
-        raise ValueError(f"ILP must be one of {sorted(ILP_KERNELS)}, got {bad}")
-    launches = [_cupy_copy_launch(a, out, n)]
-    for k in ilp:
-        for blocks in resident_blocks:
-            smem = 0 if blocks >= b.max_threads_per_sm // BLOCK else occ.smem_for_resident_blocks(b, blocks)
-            launches.append(_copy_launch(a, out, n, k, smem, b, f"ILP {k}, {blocks} blocks/SM wanted",
-                                         {"ilp": k, "resident_blocks": blocks}))
-    return launches
 
 
 @experiment("occupancy.ilp",
             "The copy with 1, 2, 4 or 8 independent loads per thread, at residencies set by unused shared memory.",
             n=1 << 26, ilp=[1, 2, 4, 8], resident_blocks=[8, 4, 2, 1], samples=25)
 def ilp(n: int, ilp: list[int], resident_blocks: list[int], samples: int) -> list[Case]:
-    launches = _ilp_launches(n, ilp, resident_blocks)
-    cases = _measure(launches, samples, flush_l2=True)
-    _profile("occupancy.ilp", {"n": n, "ilp": ilp, "resident_blocks": resident_blocks}, cases, launches,
-             OCC_METRICS)
+    launches = launcher.ilp_launches(n, ilp, resident_blocks)
+    cases = measure(launches, samples, flush_l2=True)
+    attach_profiles(cases, launches, Target(launcher.profile_ilp, (n, ilp, resident_blocks)), OCC_METRICS)
     return cases
 
 
 # --------------------------------------------------------------------------- register pressure
 
-ACCUMULATORS = 64
-
-
-def accumulate_reference_factor() -> float:
-    """out = (sum of the thread's inputs) × this, for ``register_pressure`` (its constants, in float32)."""
-    import numpy as np
-
-    r = np.arange(ACCUMULATORS)
-    c = (np.float32(1.0) + r.astype(np.float32) * np.float32(0.015625)).astype(np.float64)
-    w = (np.float32(1.0) / (r + 1).astype(np.float32)).astype(np.float64)
-    return float((c * w).sum())
-
-
-def cap_label(cap: int) -> str:
-    return "as compiled (no cap)" if cap == 0 else f"--maxrregcount={cap}"
-
-
-def _spill_launches(n_threads: int, k: int, caps: list[int]) -> list[_Launch]:
-    import cupy
-
-    x = cupy.random.default_rng(4).random((k, n_threads), dtype=cupy.float32)
-    out = cupy.empty(n_threads, dtype=cupy.float32)
-    ref = x.astype(cupy.float64).sum(axis=0) * accumulate_reference_factor()
-    arch = cuda.device_arch()
-    b = device_budget()
-    grid, block = ((n_threads + BLOCK - 1) // BLOCK,), (BLOCK,)
-    args = (out, x, cupy.int32(n_threads), cupy.int32(k))
-    launches = []
-    for cap in caps:
-        fam = cuda.compile_family("occupancy", arch, (f"--maxrregcount={cap}",) if cap else ())
-        res = fam.resources["register_pressure"]
-        fn = fam.function("register_pressure")
-        model = occ.residency(b, BLOCK, res.registers, res.static_smem_bytes)
-
-        def run(fn=fn):
-            fn(grid, block, args)
-
-        def check(run=run):
-            out.fill(float("nan"))
-            run()
-            return check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
-
-        launches.append(_Launch(
-            cap_label(cap), {"caps": cap}, f"occupancy.register_pressure ({cap_label(cap)})", run, check,
-            4.0 * (k + 1) * n_threads, 2.0 * ACCUMULATORS * k * n_threads, launch_record(grid, block, res),
-            {"cap": cap, "registers": res.registers, "spill_store_bytes": res.spill_store_bytes,
-             "spill_load_bytes": res.spill_load_bytes, "stack_frame_bytes": res.stack_frame_bytes,
-             **_model_extra(model)}, "register_pressure"))
-    return launches
-
-
 @experiment("occupancy.register_spill",
             "64 live accumulators per thread, compiled as is and with register caps: occupancy up, spills in.",
             n_threads=1 << 19, k=64, caps=[0, 64, 48, 32], samples=25)
 def register_spill(n_threads: int, k: int, caps: list[int], samples: int) -> list[Case]:
-    launches = _spill_launches(n_threads, k, caps)
-    cases = _measure(launches, samples, flush_l2=False)
-    _profile("occupancy.register_spill", {"n_threads": n_threads, "k": k, "caps": caps}, cases, launches,
-             SPILL_METRICS)
+    launches = launcher.spill_launches(n_threads, k, caps)
+    cases = measure(launches, samples, flush_l2=False)
+    attach_profiles(cases, launches, Target(launcher.profile_spill, (n_threads, k, caps)), SPILL_METRICS)
     return cases
-
-
-_SETUPS = {"occupancy.smem_sweep": _sweep_launches, "occupancy.ilp": _ilp_launches,
-           "occupancy.register_spill": _spill_launches}
 
 
 # --------------------------------------------------------------------------- the occupancy API, checked
@@ -300,15 +113,6 @@ def contract_block_threads(family: str, kernel: str) -> int | None:
     for d in dims:
         threads *= d
     return threads if dims else None
-
-
-def pressure_source(caps: list[int]) -> str:
-    """The occupancy family plus one generated kernel per register cap (``__maxnreg__``), each
-    with more accumulators than the cap allows, so the compiler uses exactly the cap."""
-
-    wrappers = [f'extern "C" __global__ void __maxnreg__({r}) pressure_r{r}(float* o, const float* i, int n, '
-                f'int k) {{ accumulate_body<{min(r + 16, 256)}>(o, i, n, k); }}' for r in caps]
-    return cuda.source("occupancy") + "\n// generated by lab_occupancy.pressure_source\n" + "\n".join(wrappers) + "\n"
 
 
 def _occupancy_api():
@@ -360,9 +164,7 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
     b = device_budget()
     query = _occupancy_api()
     arch = cuda.device_arch()
-    cubin, log = cuda.compile_source(pressure_source(register_caps), arch, "occupancy_pressure.cu")
-    ptxas = cuda.parse_ptxas_report(log, arch)
-    module = cuda.load_cubin(cubin)
+    functions, ptxas = launcher.pressure_functions(register_caps, arch)
     n, k = 1 << 16, 4
     x = cupy.random.default_rng(5).random((k, n), dtype=cupy.float32)
     out = cupy.empty(n, dtype=cupy.float32)
@@ -370,7 +172,7 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
     cases = []
     for cap in register_caps:
         name = f"pressure_r{cap}"
-        fn = module.get_function(name)
+        fn = functions[cap]
         fn.max_dynamic_shared_size_bytes = b.max_smem_per_block_bytes - fn.shared_size_bytes
         rows = [_api_row(fn, t, s, query) for t, s in
                 random_configs(seed + cap, configs_per_cap, b.max_smem_per_block_bytes - fn.shared_size_bytes)]
@@ -378,12 +180,11 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
             r["model_blocks"] = model_blocks(b, r)
         accs = min(cap + 16, 256)
         ref = sums * float(sum((1.0 + r * 0.015625) / (r + 1) for r in range(accs)))
-        grid, block = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
-        args = (out, x, cupy.int32(n), cupy.int32(k))
+        grid, block, run = launcher.pressure_launch(fn, out, x, n, k)
         out.fill(float("nan"))
-        fn(grid, block, args)
+        run()
         check = check_close(out, ref, "float64 sum × constants (CuPy)", 1e-4)
-        t = benchmark(lambda: fn(grid, block, args), samples)
+        t = benchmark(run, samples)
         res = ptxas[name]
         cases.append(require_passed(Case(
             f"__maxnreg__({cap})", {"register_caps": cap}, f"occupancy.accumulate_body<{accs}> __maxnreg__({cap})",
@@ -425,30 +226,6 @@ def _course_kernels_case(b: occ.SmBudget, query, samples: int) -> Case:
         "every course kernel", {"course_kernels": True}, "cuOccupancyMaxActiveBlocksPerMultiprocessor (driver API)",
         times, 0, 0, check, timer="host perf_counter around one occupancy query",
         extra={"configs": rows}))
-
-
-# --------------------------------------------------------------------------- smoke launches (sanitizer)
-
-@covers("occupancy", "copy_ilp1", "copy_ilp2", "copy_ilp4", "copy_ilp8", "register_pressure")
-def occupancy_smoke() -> None:
-    import cupy
-
-    for n in (1, 300, 5000):
-        a = cupy.arange(n, dtype=cupy.float32)
-        for ilp_, kernel in ILP_KERNELS.items():
-            out = cupy.full(n, -1, dtype=cupy.float32)
-            cuda.kernel("occupancy", kernel)(((n + BLOCK * ilp_ - 1) // (BLOCK * ilp_),), (BLOCK,),
-                                             (out, a, cupy.int64(n)), shared_mem=1024)
-            if not bool((out == a).all()):
-                raise AssertionError(f"occupancy.{kernel} wrong at n={n}")
-    n_threads, k = 300, 3
-    x = cupy.random.default_rng(0).random((k, n_threads), dtype=cupy.float32)
-    out = cupy.full(n_threads, float("nan"), dtype=cupy.float32)
-    cuda.kernel("occupancy", "register_pressure")(((n_threads + BLOCK - 1) // BLOCK,), (BLOCK,),
-                                                  (out, x, cupy.int32(n_threads), cupy.int32(k)))
-    ref = x.astype(cupy.float64).sum(axis=0) * accumulate_reference_factor()
-    if not float(cupy.abs(out - ref).max()) <= 1e-4 * float(cupy.abs(ref).max()):
-        raise AssertionError("occupancy.register_pressure wrong")
 
 
 # --------------------------------------------------------------------------- analysis (no GPU)

@@ -9,15 +9,15 @@ Experiments:
   across the lanes of each warp; measured time against ``launch_geometry.divergence_factor``,
   with Nsight Compute's instructions and active threads per instruction where it can run.
 
-The analysis helpers at the bottom need no GPU.
+The launches are ``course_lib.launch.warps``'s. The analysis helpers at the bottom need no GPU.
 """
 from __future__ import annotations
-
-import json
 
 from course_lib.core import cuda
 from course_lib.core.hardware import detect, gpu_spec
 from course_lib.core.timing import benchmark
+from course_lib.launch import warps
+from course_lib.launch.warps import MODE_LABELS
 from course_lib.measure import profiler
 from course_lib.measure.evidence import Case, Check
 from course_lib.measure.experiments import (
@@ -28,54 +28,27 @@ from course_lib.measure.experiments import (
     kernel_launch_record,
     require_passed,
 )
-from course_lib.measure.smoke import covers
+from course_lib.measure.target import Target
 from course_lib.models import launch_geometry as lg
 from course_lib.models import occupancy as occ
 
-BLOCK = 256
 DIVERGENCE_METRICS = ["smsp__inst_executed.sum", "smsp__thread_inst_executed_per_inst_executed.ratio",
                       "sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 
 # --------------------------------------------------------------------------- warps.block_order
 
-def _block_order_buffers(m: int, n: int, block_m: int, block_n: int):
-    import cupy
-
-    grid = lg.tile_grid(m, n, block_m, block_n)
-    if block_m * block_n > 1024:
-        raise ValueError(f"a {block_m}×{block_n} tile needs {block_m * block_n} threads; a block has at most 1024")
-    bufs = {"owner": cupy.full((m, n), -1, dtype=cupy.int32), "ticket": cupy.empty(grid.blocks, dtype=cupy.int32),
-            "smid": cupy.empty(grid.blocks, dtype=cupy.int32),
-            "start": cupy.empty(grid.blocks, dtype=cupy.uint64), "counter": cupy.zeros(1, dtype=cupy.uint32)}
-    return grid, bufs
-
-
-def _owner_reference(grid: lg.TileGrid):
-    import cupy
-
-    rows = cupy.arange(grid.m, dtype=cupy.int32)[:, None] // grid.block_m
-    cols = cupy.arange(grid.n, dtype=cupy.int32)[None, :] // grid.block_n
-    return rows * grid.tiles_n + cols
-
-
 @experiment("warps.block_order",
             "Blocks own output tiles (edges masked) and record the order, time and SM they start on.",
             m=1000, n=1000, block_m=16, block_n=16, spin_ns=5000, launches=2, samples=25)
 def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launches: int,
                 samples: int) -> list[Case]:
-    import cupy
-
-    grid, b = _block_order_buffers(m, n, block_m, block_n)
-    fn = cuda.kernel("warps", "tile_owner_order")
-    g, blk = (grid.blocks,), (block_m * block_n,)
-    args = (b["owner"], b["ticket"], b["smid"], b["start"], b["counter"], cupy.int32(m), cupy.int32(n),
-            cupy.int32(block_m), cupy.int32(block_n), cupy.int32(spin_ns))
+    grid, b, g, blk, run = warps.block_order_launch(m, n, block_m, block_n, spin_ns)
     runs, bad = [], 0
-    ref = _owner_reference(grid)
+    ref = warps.owner_reference(grid)
     for _ in range(launches):
         b["owner"].fill(-1)
-        fn(g, blk, args)
+        run()
         tickets = b["ticket"].get()
         start = b["start"].get()
         bad += int((b["owner"] != ref).sum())
@@ -84,7 +57,7 @@ def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launch
                      "start_ns": (start - start.min()).astype("int64").tolist()})
     check = Check("owner map = launch_geometry.owner_of, tickets a permutation of 0..blocks-1",
                   float(bad), 0.0).to_json()
-    t = benchmark(lambda: fn(g, blk, args), samples)
+    t = benchmark(run, samples)
     info = detect()
     name = f"{grid.blocks} blocks ({grid.tiles_m}×{grid.tiles_n}) of {block_m}×{block_n} tiles, {m}×{n} output"
     return [require_passed(Case(
@@ -96,83 +69,16 @@ def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launch
 
 # --------------------------------------------------------------------------- warps.divergence
 
-MODE_LABELS = list(lg.DIVERGENCE_MODES)
-
-
-def _path_map(mode: lg.DivergenceMode, x):
-    """Each thread's path (−1: skips the work), the way the kernel picks it."""
-    import cupy
-
-    t = cupy.arange(x.size, dtype=cupy.int64)
-    lane, warp = t % 32, t // 32
-    if mode.path is None:
-        return (x > 0.5).astype(cupy.int32)
-    table = {0: 0 * t, 1: warp % 2, 2: lane % 2, 3: warp % 4, 4: lane % 4,
-             5: cupy.where(warp % 2 == 1, -1, 0), 6: cupy.where(lane % 2 == 1, -1, 0)}
-    return table[mode.mode].astype(cupy.int32)
-
-
-def _divergence_reference(x, iters: int):
-    """Each of the four maps applied ``iters`` times in float64, for every element."""
-    import cupy
-
-    maps = (lambda v: 0.999 * v + 0.001, lambda v: v * v - 0.25, lambda v: 0.75 - 0.5 * v, lambda v: 0.5 - v * v)
-    out = []
-    for f in maps:
-        v = x.astype(cupy.float64)
-        for _ in range(iters):
-            v = f(v)
-        out.append(v)
-    return out
-
-
-def _divergence_launches(n: int, iters: int, modes: list[str]):
-    import cupy
-
-    bad = [m for m in modes if m not in lg.DIVERGENCE_MODES]
-    if bad:
-        raise ValueError(f"unknown divergence modes {bad}; known: {MODE_LABELS}")
-    if iters % 8:
-        raise ValueError(f"iters must be a multiple of 8 (the kernel's loops are unrolled by 8), got {iters}")
-    rng = cupy.random.default_rng(2)
-    x = rng.random(n, dtype=cupy.float32)
-    out = cupy.empty_like(x)
-    fn = cuda.kernel("warps", "divergence")
-    grid, block = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
-    launches = []
-    for label in modes:
-        mode = lg.DIVERGENCE_MODES[label]
-        args = (out, x, cupy.int64(n), cupy.int32(iters), cupy.int32(mode.mode))
-        launches.append((label, mode, (lambda args=args: fn(grid, block, args)), args))
-    return x, out, grid, block, launches
-
-
-def profile_launch(name: str, params: dict) -> None:
-    """What runs under ncu: each profiled case of experiment ``name`` launched once, in case order."""
-    import cupy
-
-    if name != "warps.divergence":
-        raise ValueError(f"nothing to profile for {name}")
-    *_, launches = _divergence_launches(**params)
-    for *_, run, _ in launches:
-        run()
-    cupy.cuda.Device().synchronize()
-
-
 @experiment("warps.divergence",
             "The same dependent-FMA work per thread, its paths split across warps or across the lanes of a warp.",
             n=1 << 20, iters=4096, modes=MODE_LABELS, samples=25)
 def divergence(n: int, iters: int, modes: list[str], samples: int) -> list[Case]:
-    import cupy
-
-    x, out, grid, block, launches = _divergence_launches(n, iters, modes)
-    refs = _divergence_reference(x, iters)
+    x, out, grid, block, launches = warps.divergence_launches(n, iters, modes)
+    refs = warps.divergence_reference(x, iters)
     cases = []
     for label, mode, run, _ in launches:
-        paths = _path_map(mode, x)
-        ref = cupy.where(paths == -1, x.astype(cupy.float64), 0.0)
-        for p, r in enumerate(refs):
-            ref = cupy.where(paths == p, r, ref)
+        paths = warps.path_map(mode, x)
+        ref = warps.divergence_expected(paths, x, refs)
         out.fill(float("nan"))
         run()
         check = check_close(out, ref, "float64 reference (CuPy), same path per thread", 0.0, atol=5e-4)
@@ -184,38 +90,9 @@ def divergence(n: int, iters: int, modes: list[str], samples: int) -> list[Case]
             extra={"mode": mode.mode, "iters": iters, "threads_working": working,
                    "predicted_factor": lg.divergence_factor(mode),
                    "predicted_lane_efficiency": lg.lane_efficiency(mode)})))
-    script = (f"from course_lib.labs import threads_warps as lab_warps; lab_warps.profile_launch('warps.divergence', "
-              f"{json.dumps({'n': n, 'iters': iters, 'modes': modes})})")
-    profiler.attach_profiles(cases, script, DIVERGENCE_METRICS, "^divergence$", ["divergence"] * len(cases))
+    profiler.attach_profiles(cases, Target(warps.profile_divergence, (n, iters, modes)), DIVERGENCE_METRICS,
+                             "^divergence$", ["divergence"] * len(cases))
     return cases
-
-
-# --------------------------------------------------------------------------- smoke launches (sanitizer)
-
-@covers("warps", "tile_owner_order", "divergence")
-def warps_smoke() -> None:
-    import cupy
-
-    for m, n, bm, bn in ((5, 7, 4, 4), (33, 17, 16, 8)):
-        grid, b = _block_order_buffers(m, n, bm, bn)
-        cuda.kernel("warps", "tile_owner_order")(
-            (grid.blocks,), (bm * bn,), (b["owner"], b["ticket"], b["smid"], b["start"], b["counter"],
-                                         cupy.int32(m), cupy.int32(n), cupy.int32(bm), cupy.int32(bn),
-                                         cupy.int32(0)))
-        if not bool((b["owner"] == _owner_reference(grid)).all()):
-            raise AssertionError(f"warps.tile_owner_order: wrong owner map for {m}×{n} in {bm}×{bn} tiles")
-    n, iters = 1000, 16
-    x, out, grid, block, launches = _divergence_launches(n, iters, MODE_LABELS)
-    refs = _divergence_reference(x, iters)
-    for label, mode, run, _ in launches:
-        out.fill(float("nan"))
-        run()
-        paths = _path_map(mode, x)
-        ref = cupy.where(paths == -1, x.astype(cupy.float64), 0.0)
-        for p, r in enumerate(refs):
-            ref = cupy.where(paths == p, r, ref)
-        if not float(cupy.abs(out - ref).max()) < 1e-4:
-            raise AssertionError(f"warps.divergence wrong for mode {label!r}")
 
 
 # --------------------------------------------------------------------------- analysis (no GPU)

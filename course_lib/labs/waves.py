@@ -15,25 +15,25 @@ from __future__ import annotations
 import numpy as np
 
 from course_lib.core import cuda
-from course_lib.core.cuda import macros
 from course_lib.core.hardware import detect
 from course_lib.core.timing import benchmark_interleaved
 from course_lib.launch.gemm_bf16 import (
-    BF16,
     KERNEL,
     NARROW,
     PLAIN,
     SCHEDULED,
     Variant,
     bf16_geometry,
+    bf16_operands,
     require_bf16_mma,
+    resident_blocks,
+    run_variant,
+    tile_shape,
+    variant_name,
 )
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
-    bf16_tolerance,
     bf16_tolerance_rel,
-    random_operand,
-    to_bf16_bits,
     torch_view,
 )
 from course_lib.measure import profiler
@@ -47,74 +47,8 @@ from course_lib.measure.experiments import (
     require_passed,
 )
 from course_lib.measure.profiler import kernels_launched
-from course_lib.measure.smoke import covers
 from course_lib.measure.target import Target
 from course_lib.models import waves
-
-
-def variant_name(variant: Variant) -> str:
-    d = macros(BF16, variant.defines)
-    tags = [f"{d['TC_BM']}x{d['TC_BN']}"] + (["scheduled"] if d["TC_SCHEDULED"] else [])
-    return f"{BF16}.{KERNEL} [{', '.join(tags)}]"
-
-
-def tile_shape(variant: Variant = PLAIN) -> tuple[int, int]:
-    d = macros(BF16, variant.defines)
-    return d["TC_BM"], d["TC_BN"]
-
-
-def resident_blocks(gpu, variant: Variant = PLAIN, arch: str | None = None) -> int:
-    """Blocks of this variant one SM holds, from its compiled resources and the occupancy model."""
-    r = variant.family(arch).resources[KERNEL]
-    _, block, smem = bf16_geometry(1, 1, variant.defines)
-    return waves.resident_blocks_per_sm(gpu, block[0], r.registers, smem + r.static_smem_bytes)
-
-
-def run(a_bits, b_bits, c_bits, variant: Variant = PLAIN, grid_blocks: int | None = None, split_k: int = 1,
-        workspace=None, copies: str = "auto") -> None:
-    """C = A·B with a variant of the bf16 kernel; ``grid_blocks`` below the tile count makes the grid
-    persistent and ``split_k`` > 1 sums K slices through ``workspace`` (fp32, split_k x M x N)."""
-    import cupy
-
-    m, k = a_bits.shape
-    n = b_bits.shape[1]
-    d = macros(BF16, variant.defines)
-    if (grid_blocks is not None or split_k > 1) and not d["TC_SCHEDULED"]:
-        raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (gemm_bf16.SCHEDULED)")
-    if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
-        raise ValueError(f"split-K {split_k} needs an fp32 workspace of {split_k} x {m} x {n} floats")
-    if split_k > 1 and empty_slices(k, split_k, variant):
-        # The kernel's TMA path would wait for ever on a slice that holds no K tile.
-        raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, variant)} tiles "
-                         f"of {d['TC_BK']}); use a split of at most {max_split(k, variant)}")
-    (tiles,), _, _ = bf16_geometry(m, n, variant.defines)
-    variant.run(a_bits, b_bits, workspace if split_k > 1 else c_bits, copies,
-                grid=(min(grid_blocks or tiles, tiles), split_k))
-    if split_k > 1:
-        mn = m * n
-        variant.family().function("splitk_reduce")(((mn + 255) // 256,), (256,),
-                                      (workspace, c_bits, np.int32(split_k), np.int64(mn)))
-
-
-def k_tiles(k: int, variant: Variant = PLAIN) -> int:
-    return -(-k // macros(BF16, variant.defines)["TC_BK"])
-
-
-def empty_slices(k: int, split_k: int, variant: Variant = PLAIN) -> bool:
-    """Whether the kernel's split of K into ``split_k`` equal runs of whole tiles leaves one empty."""
-    tiles = k_tiles(k, variant)
-    return (split_k - 1) * -(-tiles // split_k) >= tiles
-
-
-def max_split(k: int, variant: Variant = PLAIN) -> int:
-    return max(s for s in range(1, k_tiles(k, variant) + 1) if not empty_slices(k, s, variant))
-
-
-def _operands(m: int, n: int, k: int, seed: int):
-    import cupy
-
-    a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((k, n), seed + 1))
-    return a, b, cupy.empty((m, n), dtype=cupy.uint16)
 
 
 def _check(c_bits, ref, label: str) -> dict:
@@ -149,15 +83,15 @@ def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str
     resident = resident_blocks(info.name)
     cases = []
     for m, n, k in shapes:
-        a, b, c = _operands(m, n, k, 7)
+        a, b, c = bf16_operands(m, n, k, 7)
         ta, tb = torch_view(a), torch_view(b)
         lib = torch.mm(ta, tb)
         ref_c = cupy.asarray(torch.mm(ta.double(), tb.double()))
-        run(a, b, c)
+        run_variant(a, b, c)
         check = _check(c, ref_c, "float64 matmul of the same bf16 inputs")
         lib_check = check_close(cupy.asarray(lib.float()), ref_c, "float64 matmul of the same bf16 inputs",
                                 bf16_tolerance_rel())
-        t_lib, t_course = benchmark_interleaved([lambda: torch.mm(ta, tb), lambda: run(a, b, c)], samples)
+        t_lib, t_course = benchmark_interleaved([lambda: torch.mm(ta, tb), lambda: run_variant(a, b, c)], samples)
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         params = {sweep_key: {"n_sweep": n, "m_sweep": m}[sweep_key]}
         grid, block, smem = bf16_geometry(m, n)
@@ -181,8 +115,8 @@ def profile_launches(m: int, k: int, ns: list[int]) -> None:
     import cupy
 
     for n in ns:
-        a, b, c = _operands(m, n, k, 7)
-        run(a, b, c)
+        a, b, c = bf16_operands(m, n, k, 7)
+        run_variant(a, b, c)
     cupy.cuda.Device().synchronize()
 
 
@@ -263,7 +197,7 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
     sms = info.sm_count
     cases = []
     for remedy, (m, n, k) in REMEDY_SHAPES.items():
-        a, b, c = _operands(m, n, k, 11)
+        a, b, c = bf16_operands(m, n, k, 11)
         ta, tb = torch_view(a), torch_view(b)
         ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
         work = cupy.empty(max(split_ks) * m * n, dtype=cupy.float32) if remedy == "split_k" else None
@@ -279,9 +213,9 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
         calls, checks = [lambda: torch.mm(ta, tb)], []
         for _, variant, kw in variants:
             c.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
-            run(a, b, c, variant, **kw)
+            run_variant(a, b, c, variant, **kw)
             checks.append(_check(c, ref, "float64 matmul of the same bf16 inputs"))
-            calls.append(lambda v=variant, kw=kw: run(a, b, c, v, **kw))
+            calls.append(lambda v=variant, kw=kw: run_variant(a, b, c, v, **kw))
         t_lib, *times = benchmark_interleaved(calls, samples)
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         lib = torch.mm(ta, tb)
@@ -421,35 +355,6 @@ def grid_comparison(result, fewer: int = 90, all_sms: int = 132) -> str:
 
 
 # --------------------------------------------------------------------------- smoke launches (sanitizer)
-
-SMOKE_SHAPES = ((1, 1, 1), (127, 129, 65), (333, 1000, 77), (200, 136, 72), (256, 256, 448))
-
-
-@covers(BF16, "splitk_reduce")
-def scheduled_smoke() -> None:
-    """The scheduled and narrow variants at edge shapes: split-K (empty slices too), persistent grids."""
-    import cupy
-
-    if float(detect().compute_capability) < 8.0:
-        print(f"skip {BF16} variants: need compute capability 8.0+")
-        return
-    for m, n, k in SMOKE_SHAPES:
-        a, b, c = _operands(m, n, k, 5)
-        ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
-        split = min(4, max_split(k, SCHEDULED))
-        work = cupy.empty(split * m * n, dtype=cupy.float32)
-        variants = [("128x64", NARROW, {}), ("persistent 2", SCHEDULED, {"grid_blocks": 2})]
-        if split > 1:
-            variants += [(f"split-K {split}", SCHEDULED, {"split_k": split, "workspace": work}),
-                         (f"split-K {split}, persistent 1", SCHEDULED, {"split_k": split, "workspace": work,
-                                                                      "grid_blocks": 1})]
-        for label, variant, kw in variants:
-            for copies in ("cp.async", "auto"):
-                c.fill(0xFFFF)
-                run(a, b, c, variant, copies=copies, **kw)
-                err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
-                if not err <= bf16_tolerance(ref):
-                    raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")
 
 
 @beside_reference_figure

@@ -7,12 +7,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from course_lib.core import cuda
 from course_lib.core.cuda import defines_to_options, macros
 from course_lib.core.hardware import detect
 from course_lib.launch.gemm_fp32 import SMOKE_SHAPES
 from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits
 from course_lib.measure.smoke import covers
+from course_lib.models import waves
 
 BF16 = "gemm_bf16"
 BF16_MIN_CC = 8.0
@@ -238,3 +241,101 @@ def bf16_smoke() -> None:
             err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
             if not err <= bf16_tolerance(ref):
                 raise AssertionError(f"{BF16}.bf16_gemm_mma ({engine}) wrong at {m}x{n}x{k}: max error {err}")
+
+
+# --------------------------------------------------------------------------- tiles, persistent grids, split-K (notebook 07)
+
+
+def variant_name(variant: Variant) -> str:
+    d = macros(BF16, variant.defines)
+    tags = [f"{d['TC_BM']}x{d['TC_BN']}"] + (["scheduled"] if d["TC_SCHEDULED"] else [])
+    return f"{BF16}.{KERNEL} [{', '.join(tags)}]"
+
+
+def tile_shape(variant: Variant = PLAIN) -> tuple[int, int]:
+    d = macros(BF16, variant.defines)
+    return d["TC_BM"], d["TC_BN"]
+
+
+def resident_blocks(gpu, variant: Variant = PLAIN, arch: str | None = None) -> int:
+    """Blocks of this variant one SM holds, from its compiled resources and the occupancy model."""
+    r = variant.family(arch).resources[KERNEL]
+    _, block, smem = bf16_geometry(1, 1, variant.defines)
+    return waves.resident_blocks_per_sm(gpu, block[0], r.registers, smem + r.static_smem_bytes)
+
+
+def run_variant(a_bits, b_bits, c_bits, variant: Variant = PLAIN, grid_blocks: int | None = None, split_k: int = 1,
+        workspace=None, copies: str = "auto") -> None:
+    """C = A·B with a variant of the bf16 kernel (notebook 07's tiles, persistent grids and split-K); ``grid_blocks`` below the tile count makes the grid
+    persistent and ``split_k`` > 1 sums K slices through ``workspace`` (fp32, split_k x M x N)."""
+    import cupy
+
+    m, k = a_bits.shape
+    n = b_bits.shape[1]
+    d = macros(BF16, variant.defines)
+    if (grid_blocks is not None or split_k > 1) and not d["TC_SCHEDULED"]:
+        raise ValueError("persistent grids and split-K need the TC_SCHEDULED=1 variant (gemm_bf16.SCHEDULED)")
+    if split_k > 1 and (workspace is None or workspace.size < split_k * m * n or workspace.dtype != cupy.float32):
+        raise ValueError(f"split-K {split_k} needs an fp32 workspace of {split_k} x {m} x {n} floats")
+    if split_k > 1 and empty_slices(k, split_k, variant):
+        # The kernel's TMA path would wait for ever on a slice that holds no K tile.
+        raise ValueError(f"split-K {split_k} leaves a slice with no K tile at K = {k} ({k_tiles(k, variant)} tiles "
+                         f"of {d['TC_BK']}); use a split of at most {max_split(k, variant)}")
+    (tiles,), _, _ = bf16_geometry(m, n, variant.defines)
+    variant.run(a_bits, b_bits, workspace if split_k > 1 else c_bits, copies,
+                grid=(min(grid_blocks or tiles, tiles), split_k))
+    if split_k > 1:
+        mn = m * n
+        variant.family().function("splitk_reduce")(((mn + 255) // 256,), (256,),
+                                      (workspace, c_bits, np.int32(split_k), np.int64(mn)))
+
+
+def k_tiles(k: int, variant: Variant = PLAIN) -> int:
+    return -(-k // macros(BF16, variant.defines)["TC_BK"])
+
+
+def empty_slices(k: int, split_k: int, variant: Variant = PLAIN) -> bool:
+    """Whether the kernel's split of K into ``split_k`` equal runs of whole tiles leaves one empty."""
+    tiles = k_tiles(k, variant)
+    return (split_k - 1) * -(-tiles // split_k) >= tiles
+
+
+def max_split(k: int, variant: Variant = PLAIN) -> int:
+    return max(s for s in range(1, k_tiles(k, variant) + 1) if not empty_slices(k, s, variant))
+
+
+def bf16_operands(m: int, n: int, k: int, seed: int):
+    import cupy
+
+    a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((k, n), seed + 1))
+    return a, b, cupy.empty((m, n), dtype=cupy.uint16)
+
+
+SCHEDULED_SMOKE_SHAPES = ((1, 1, 1), (127, 129, 65), (333, 1000, 77), (200, 136, 72), (256, 256, 448))
+
+
+@covers(BF16, "splitk_reduce")
+def scheduled_smoke() -> None:
+    """The scheduled and narrow variants at edge shapes: split-K (empty slices too), persistent grids."""
+    import cupy
+
+    if float(detect().compute_capability) < 8.0:
+        print(f"skip {BF16} variants: need compute capability 8.0+")
+        return
+    for m, n, k in SCHEDULED_SMOKE_SHAPES:
+        a, b, c = bf16_operands(m, n, k, 5)
+        ref = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64)
+        split = min(4, max_split(k, SCHEDULED))
+        work = cupy.empty(split * m * n, dtype=cupy.float32)
+        variants = [("128x64", NARROW, {}), ("persistent 2", SCHEDULED, {"grid_blocks": 2})]
+        if split > 1:
+            variants += [(f"split-K {split}", SCHEDULED, {"split_k": split, "workspace": work}),
+                         (f"split-K {split}, persistent 1", SCHEDULED, {"split_k": split, "workspace": work,
+                                                                      "grid_blocks": 1})]
+        for label, variant, kw in variants:
+            for copies in ("cp.async", "auto"):
+                c.fill(0xFFFF)
+                run_variant(a, b, c, variant, copies=copies, **kw)
+                err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
+                if not err <= bf16_tolerance(ref):
+                    raise AssertionError(f"{BF16} {label} ({copies}) wrong at {m}x{n}x{k}: max error {err}")

@@ -157,6 +157,14 @@ def has_profile(result) -> bool:
     return any("ncu" in c.extra for c in result.cases)
 
 
+def ncu_provenance(result) -> str:
+    """Which Nsight Compute, and the command line, behind a result's profile."""
+    for c in result.cases:
+        if "ncu" in c.extra:
+            return f"{c.extra.get('ncu_version') or 'ncu (version not recorded)'} | {c.extra.get('ncu_command', '')}"
+    return "no profile"
+
+
 def profiled_result(result):
     """``(result with ncu metrics or None, note)``: the live metrics if this run has them, else the
     recorded run's, with the reason profiling was not possible here."""

@@ -45,3 +45,23 @@ def error_html(message: str) -> str:
     return f'<div class="course-calc-error" style="color:#b00020">⚠ {html.escape(message)}</div>'
 
 
+def rows_with_gaps(indices: list[int], limit: int, gaps: bool = True) -> list[int | tuple[str, int]]:
+    """Sorted row indices, with ("gap", k) markers where k rows are skipped, and a ("more", k) tail past ``limit``."""
+    out, shown = [], 0
+    for i, r in enumerate(indices):
+        if shown == limit:
+            out.append(("more", len(indices) - i))
+            break
+        if gaps and out and isinstance(out[-1], int) and r > out[-1] + 1:
+            out.append(("gap", r - out[-1] - 1))
+        out.append(r)
+        shown += 1
+    return out
+
+
+def gap_row(marker: tuple[str, int], unit: str, span: int) -> str:
+    kind, k = marker
+    text = f"⋮ {k:,} {unit}{'s' if k != 1 else ''} not touched" if kind == "gap" else \
+        f"… and {k:,} more {unit}{'s' if k != 1 else ''}"
+    return (f'<tr><td></td><td colspan="{span}" style="color:{MUTED_TEXT};font-size:11px;padding:1px 4px">'
+            f"{text}</td></tr>")
