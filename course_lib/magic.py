@@ -8,8 +8,9 @@ timing, and with ``--sanitize`` compute-sanitizer's memcheck) and keeps the verd
 from __future__ import annotations
 
 from course_lib.exercises.kernel import checker as kernel_exercises
+from course_lib.exercises.kernel.catalog import EXERCISES
 
-USAGE = "usage: %%cuda_exercise NAME [--sanitize]   (exercises: " + ", ".join(kernel_exercises.EXERCISES) + ")"
+USAGE = "usage: %%cuda_exercise NAME [--sanitize]   (exercises: " + ", ".join(EXERCISES) + ")"
 
 
 def cuda_exercise(line: str, cell: str):

@@ -10,7 +10,7 @@ from course_lib.exercises.failure_lab import (
     check_lower_bound,
     mystery_lower_bound_s,
 )
-from course_lib.exercises.kernel import checker as ke
+from course_lib.exercises.kernel import catalog
 from course_lib.labs import failure_lab as lf
 from course_lib.measure import experiments
 from course_lib.models import failures
@@ -30,21 +30,21 @@ def mystery():
 
 
 def test_the_diagnosis_needs_every_defect_and_no_innocent_suspect():
-    assert check_diagnosis(set(ke.MYSTERY_DEFECTS)).correct
-    assert check_diagnosis({d.upper() for d in ke.MYSTERY_DEFECTS}).correct
+    assert check_diagnosis(set(catalog.MYSTERY_DEFECTS)).correct
+    assert check_diagnosis({d.upper() for d in catalog.MYSTERY_DEFECTS}).correct
     partial = check_diagnosis({"idle SMs", "edges"})
     assert not partial.correct and "2 still hidden" in partial
     assert "local memory" not in partial and "uncoalesced" not in partial      # the hidden ones are not named
-    framed = check_diagnosis(set(ke.MYSTERY_DEFECTS) | {"bank conflicts"})
+    framed = check_diagnosis(set(catalog.MYSTERY_DEFECTS) | {"bank conflicts"})
     assert not framed.correct and "1 of your 5 suspects are innocent" in framed
     everyone = check_diagnosis(set(SUSPECTS))          # naming every suspect learns nothing
-    assert not everyone.correct and not any(d in everyone for d in ke.MYSTERY_DEFECTS + tuple(CLEARED))
-    solved = check_diagnosis(set(ke.MYSTERY_DEFECTS))
+    assert not everyone.correct and not any(d in everyone for d in catalog.MYSTERY_DEFECTS + tuple(CLEARED))
+    solved = check_diagnosis(set(catalog.MYSTERY_DEFECTS))
     assert all(f"{name}: {why}" in solved for name, why in CLEARED.items())   # the innocent explained at the end
     assert not check_diagnosis(None).correct
     unknown = check_diagnosis({"cosmic rays"})
     assert not unknown.correct and "cosmic rays" in unknown
-    assert set(SUSPECTS) == set(ke.MYSTERY_DEFECTS) | set(CLEARED)
+    assert set(SUSPECTS) == set(catalog.MYSTERY_DEFECTS) | set(CLEARED)
 
 
 def test_the_lower_bound_is_the_compulsory_bytes_at_the_copy_bandwidth_of_the_same_run(mystery):

@@ -9,10 +9,11 @@ pytestmark = pytest.mark.gpu
 if os.environ.get("COURSE_MODE") != "live":
     pytest.skip("GPU tests run with COURSE_MODE=live on a CUDA machine (make gpu-test)", allow_module_level=True)
 
+from course_lib.exercises.kernel import catalog  # noqa: E402
 from course_lib.exercises.kernel import checker as ke  # noqa: E402
 
 
-@pytest.mark.parametrize("name", list(ke.EXERCISES))
+@pytest.mark.parametrize("name", list(catalog.EXERCISES))
 def test_reference_solutions_are_correct_at_every_size(name):
     verdict = ke.check(name, ke.exercise(name).solution)
     assert verdict.correct, verdict
@@ -21,7 +22,7 @@ def test_reference_solutions_are_correct_at_every_size(name):
 
 
 def test_the_scale_solution_is_timed_beside_the_course_copy():
-    assert "the course's elementwise.copy" in ke.check("scale_grid_stride", ke.SCALE.solution)
+    assert "the course's elementwise.copy" in ke.check("scale_grid_stride", catalog.SCALE.solution)
 
 
 @pytest.mark.parametrize("name,label,says", [
@@ -47,28 +48,28 @@ def test_a_kernel_that_faults_is_reported_and_the_notebook_goes_on():
             '    float* nowhere = (float*)0x10; nowhere[threadIdx.x + gridDim.x] = a;\n}\n'
     verdict = ke.check("scale_grid_stride", fault)
     assert not verdict.correct and "launch failed" in verdict and "illegal" in verdict.lower()
-    assert ke.check("scale_grid_stride", ke.SCALE.solution).correct   # this process's GPU still works
+    assert ke.check("scale_grid_stride", catalog.SCALE.solution).correct   # this process's GPU still works
 
 
 def test_the_mystery_is_wrong_live_and_each_single_defect_is_caught():
-    as_given = ke.check("mystery_rms_norm", ke.MYSTERY.starter)   # its 1,024-float array overflows at 1,025 columns
+    as_given = ke.check("mystery_rms_norm", catalog.MYSTERY.starter)   # its 1,024-float array overflows at 1,025 columns
     assert not as_given.correct and ("WRONG" in as_given or "past the end" in as_given
                                      or "launch failed" in as_given), as_given
-    no_guard = ke.check("mystery_rms_norm", ke.MYSTERY.wrong["one warp per row, no row guard"])
+    no_guard = ke.check("mystery_rms_norm", catalog.MYSTERY.wrong["one warp per row, no row guard"])
     assert not no_guard.correct and "16384×1024: correct" in no_guard, no_guard
     assert "4097×1024: WRONG" in no_guard or "past the end" in no_guard, no_guard
 
 
 def test_sanitize_runs_memcheck_and_racecheck_and_racecheck_finds_a_missing_barrier():
-    clean = ke.check("scale_grid_stride", ke.SCALE.solution, sanitize=True, time_limit_s=30)
+    clean = ke.check("scale_grid_stride", catalog.SCALE.solution, sanitize=True, time_limit_s=30)
     assert clean.correct and "memcheck: no errors" in clean and "racecheck: no errors" in clean, clean
-    racy = ke.check("transpose_tile", ke.TRANSPOSE.wrong["no barrier"], sanitize=True, time_limit_s=30)
+    racy = ke.check("transpose_tile", catalog.TRANSPOSE.wrong["no barrier"], sanitize=True, time_limit_s=30)
     assert not racy.correct and "racecheck: errors" in racy, racy
 
 
 def test_row_sums_without_the_shuffle_or_the_guard_are_wrong_live():
     for label in ("a warp per row, partial sums never combined", "a warp per row, no row guard"):
-        verdict = ke.check("warp_row_sums", ke.WARP_ROW_SUMS.wrong[label])
+        verdict = ke.check("warp_row_sums", catalog.WARP_ROW_SUMS.wrong[label])
         assert not verdict.correct and ("WRONG" in verdict or "past the end" in verdict), (label, verdict)
 
 
@@ -86,6 +87,6 @@ def test_the_later_notebooks_wrong_kernels_are_rejected_live(name, label):
 
 
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
-    verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
+    verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
     assert not verdict.correct and "launch failed" in verdict and "did not finish" not in verdict, verdict
     assert "a barrier wait that never completed" in verdict, verdict

@@ -5,6 +5,7 @@ import pytest
 
 from course_lib import magic
 from course_lib.core import cuda
+from course_lib.exercises.kernel import catalog
 from course_lib.exercises.kernel import checker as ke
 
 
@@ -13,7 +14,7 @@ def replay(monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "replay")
 
 
-@pytest.mark.parametrize("name", list(ke.EXERCISES))
+@pytest.mark.parametrize("name", list(catalog.EXERCISES))
 def test_every_reference_solution_passes_what_replay_can_check(name):
     verdict = ke.check(name, ke.exercise(name).solution)
     assert verdict.correct, verdict
@@ -21,18 +22,18 @@ def test_every_reference_solution_passes_what_replay_can_check(name):
 
 
 def test_a_kernel_that_cannot_stride_is_rejected_before_it_runs():
-    verdict = ke.check("scale_grid_stride", ke.SCALE.wrong["one element per thread"])
+    verdict = ke.check("scale_grid_stride", catalog.SCALE.wrong["one element per thread"])
     assert not verdict.correct and "never reads gridDim" in verdict
 
 
 def test_the_register_starter_is_over_budget_and_says_by_how_much():
-    verdict = ke.check("row_sum_squares_budget", ke.ROW_SUMS.starter)
+    verdict = ke.check("row_sum_squares_budget", catalog.ROW_SUMS.starter)
     assert not verdict.correct
-    assert f"(budget {ke.REGISTER_BUDGET})" in verdict and "✘" in verdict
+    assert f"(budget {catalog.REGISTER_BUDGET})" in verdict and "✘" in verdict
 
 
 def test_a_budget_met_by_spilling_is_rejected():
-    capped = '__launch_bounds__(1024, 2)\n'.join(ke.ROW_SUMS.starter.split("__global__ ", 1))
+    capped = '__launch_bounds__(1024, 2)\n'.join(catalog.ROW_SUMS.starter.split("__global__ ", 1))
     capped = capped.replace('extern "C" __launch_bounds__', 'extern "C" __global__ __launch_bounds__')
     verdict = ke.check("row_sum_squares_budget", capped)
     assert not verdict.correct and ("spills" in verdict or "registers per thread" in verdict)
@@ -62,7 +63,7 @@ def test_empty_cell_and_unknown_exercise():
 
 
 def test_the_magic_prints_the_verdict_and_its_usage(capsys):
-    magic.cuda_exercise("scale_grid_stride", ke.SCALE.solution)
+    magic.cuda_exercise("scale_grid_stride", catalog.SCALE.solution)
     assert "reads gridDim" in capsys.readouterr().out
     magic.cuda_exercise("", "x")
     assert "usage: %%cuda_exercise NAME" in capsys.readouterr().out
@@ -99,7 +100,7 @@ def test_the_time_limit_starts_when_the_child_is_ready_and_a_hang_is_stopped():
 
 
 def test_the_transpose_tile_goes_through_the_bank_model():
-    t = ke.TRANSPOSE
+    t = catalog.TRANSPOSE
     unpadded = ke.check("transpose_tile", t.wrong["no padding (32-way conflicts)"])
     assert not unpadded.correct and "hits one bank 32 times" in unpadded
     no_barrier = ke.check("transpose_tile", t.wrong["no barrier"])
@@ -108,13 +109,13 @@ def test_the_transpose_tile_goes_through_the_bank_model():
                 .replace("tile[dy][threadIdx.x] =", "tile[dy][threadIdx.x ^ dy] =")
                 .replace("= tile[threadIdx.x][dy];", "= tile[threadIdx.x][dy ^ threadIdx.x];"))
     assert ke.check("transpose_tile", swizzled).correct
-    assert "no shared tile declared" in ke.check("transpose_tile", ke.SCALE.solution.replace("scale", "transpose"))
+    assert "no shared tile declared" in ke.check("transpose_tile", catalog.SCALE.solution.replace("scale", "transpose"))
     pitch_34 = t.solution.replace("tile[32][33]", "tile[32][34]")
     assert "hits one bank 2 times" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
 
 
 def test_the_register_tile_gemm_needs_its_tiles_and_both_barriers():
-    t = ke.TILE_GEMM
+    t = catalog.TILE_GEMM
     one = ke.check("register_tile_gemm", t.wrong["one barrier per step"])
     assert not one.correct and "1 __syncthreads() in the source" in one
     starter = ke.check("register_tile_gemm", t.starter)
@@ -126,44 +127,44 @@ def _marks(verdict) -> dict[str, bool]:
     """The capstone's defect lines: defect name -> passed."""
     out = {}
     for ln in str(verdict).splitlines():
-        for d in ke.MYSTERY_DEFECTS:
+        for d in catalog.MYSTERY_DEFECTS:
             if ln.strip()[2:].startswith(d + ":"):
                 out[d] = ln.strip().startswith("✔")
     return out
 
 
 @pytest.mark.parametrize("label,remaining", [
-    ("the mystery as given", set(ke.MYSTERY_DEFECTS)),
+    ("the mystery as given", set(catalog.MYSTERY_DEFECTS)),
     ("one warp per row, no row guard", {"edges"}),
     ("one warp per row, the row kept in a local array", {"local memory"}),
     ("one thread per row, guarded", {"idle SMs", "uncoalesced loads", "local memory"}),
 ])
 def test_the_capstone_names_exactly_the_defects_that_remain(label, remaining):
-    verdict = ke.check("mystery_rms_norm", ke.MYSTERY.wrong[label], live=False)
+    verdict = ke.check("mystery_rms_norm", catalog.MYSTERY.wrong[label], live=False)
     marks = _marks(verdict)
-    assert set(marks) == set(ke.MYSTERY_DEFECTS), verdict
+    assert set(marks) == set(catalog.MYSTERY_DEFECTS), verdict
     assert {d for d, ok in marks.items() if not ok} == remaining, verdict
     assert not verdict.correct
 
 
 def test_the_capstone_solution_clears_every_defect():
-    marks = _marks(ke.check("mystery_rms_norm", ke.MYSTERY.solution, live=False))
-    assert marks == {d: True for d in ke.MYSTERY_DEFECTS}
+    marks = _marks(ke.check("mystery_rms_norm", catalog.MYSTERY.solution, live=False))
+    assert marks == {d: True for d in catalog.MYSTERY_DEFECTS}
 
 
 def test_the_capstone_reads_its_launch_from_the_source():
     from course_lib.launch.exercise_kernels import rows_per_block
 
-    assert rows_per_block(ke.MYSTERY.solution) == 8
-    no_define = ke.MYSTERY.solution.replace("#define ROWS_PER_BLOCK 8", "#define ROWS 8").replace("ROWS_PER_BLOCK", "8")
+    assert rows_per_block(catalog.MYSTERY.solution) == 8
+    no_define = catalog.MYSTERY.solution.replace("#define ROWS_PER_BLOCK 8", "#define ROWS 8").replace("ROWS_PER_BLOCK", "8")
     verdict = ke.check("mystery_rms_norm", no_define, live=False)
     assert not verdict.correct and "define ROWS_PER_BLOCK" in verdict
-    assert ke.MYSTERY.launch(no_define) is None
-    assert ke.MYSTERY.launch(ke.MYSTERY.solution.replace("ROWS_PER_BLOCK 8", "ROWS_PER_BLOCK 3")) is None
-    assert ke.MYSTERY.launch(ke.MYSTERY.solution) == {"rows_per_block": 8}
+    assert catalog.MYSTERY.launch(no_define) is None
+    assert catalog.MYSTERY.launch(catalog.MYSTERY.solution.replace("ROWS_PER_BLOCK 8", "ROWS_PER_BLOCK 3")) is None
+    assert catalog.MYSTERY.launch(catalog.MYSTERY.solution) == {"rows_per_block": 8}
 
 
-@pytest.mark.parametrize("name", list(ke.EXERCISES))
+@pytest.mark.parametrize("name", list(catalog.EXERCISES))
 def test_each_exercise_has_its_cell_in_its_notebook_starting_from_the_starter(name):
     import re
     from pathlib import Path
@@ -180,25 +181,25 @@ def test_an_exercise_for_a_newer_gpu_says_so_and_checks_what_it_can(monkeypatch)
     from course_lib.core import cuda
 
     monkeypatch.setattr(cuda, "target_arch", lambda: "sm_75")
-    verdict = ke.check("async_pipeline", ke.ASYNC_PIPELINE.solution, live=True)
+    verdict = ke.check("async_pipeline", catalog.ASYNC_PIPELINE.solution, live=True)
     assert not verdict.correct and "needs compute capability 8 or newer" in verdict and "7.5" in verdict
     assert "Compiled for sm_80" in verdict and "✔ the kernel copies with cp.async" in verdict
-    assert ke.check("scale_grid_stride", ke.SCALE.solution, live=False).correct   # 7.5 is enough for the others
+    assert ke.check("scale_grid_stride", catalog.SCALE.solution, live=False).correct   # 7.5 is enough for the others
 
 
 def test_every_exercise_is_its_files_and_carries_its_live_cases():
     from course_lib.exercises.kernel import cases, runner
     from course_lib.launch.exercise_kernels import EXERCISE_DIR
 
-    assert {p.name for p in EXERCISE_DIR.iterdir() if p.is_dir()} == set(ke.EXERCISES)
-    for ex in ke.EXERCISES.values():
+    assert {p.name for p in EXERCISE_DIR.iterdir() if p.is_dir()} == set(catalog.EXERCISES)
+    for ex in catalog.EXERCISES.values():
         files = set(ex.files.files())
         assert {"starter", "solution", *ex.wrong_files.values()} <= files, ex.name
         assert all(f.startswith("wrong_") or f in ("starter", "solution", "scalar_fix") for f in files), files
         assert ex.live.__module__ == cases.__name__ and runner.resolve(runner.cases_address(ex.live)) is ex.live
 
 
-@pytest.mark.parametrize("name,label", [(n, label) for n, e in ke.EXERCISES.items() for label in e.wrong_files])
+@pytest.mark.parametrize("name,label", [(n, label) for n, e in catalog.EXERCISES.items() for label in e.wrong_files])
 def test_each_wrong_file_is_rejected_where_the_static_checks_can_see_it(name, label):
     ex = ke.exercise(name)
     source = ex.wrong[label]
@@ -224,14 +225,14 @@ def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
 
 
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
-    verdict = ke.check("warp_specialized", ke.WARP_SPECIALIZED.starter)
+    verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.starter)
     assert not verdict.correct and "no tile is loaded" in verdict and "0 barrier waits" in verdict
     assert "slots of 8 KiB" not in verdict   # the compiler dropped the unused slots: their size is no finding
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
     assert not missing.correct and "async_copy.cuh, wgmma.cuh" in missing
-    unreleased = ke.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
+    unreleased = catalog.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
     assert "no slot released" in ke.check("warp_specialized", unreleased)
 
 
@@ -239,7 +240,7 @@ def test_a_failed_launch_names_the_exercises_likely_cause():
     from course_lib.exercises.kernel.checker import _live_lines
 
     run = {"cases": [], "error": "CUDADriverError: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"}
-    _, lines = _live_lines(ke.WARP_SPECIALIZED, run, 20)
+    _, lines = _live_lines(catalog.WARP_SPECIALIZED, run, 20)
     assert "a barrier wait that never completed" in lines[-1] and "outside an array" not in lines[-1]
-    _, lines = _live_lines(ke.SCALE, run, 20)
+    _, lines = _live_lines(catalog.SCALE, run, 20)
     assert "outside an array" in lines[-1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from course_lib.exercises.base import Verdict, _close
-from course_lib.exercises.kernel.checker import MYSTERY_DEFECTS
+from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.labs.failure_lab import evidence
 from course_lib.models.failures import _FAMILY_LIST, FAMILIES, by_family, failure, link
 

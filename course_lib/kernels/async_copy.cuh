@@ -13,12 +13,12 @@
 //   fusion.cu       smem_u32, cp_async16, cp_async4_ca, cp_async_commit, cp_async_wait_all
 //   hopper_gemm.cu  mbar_init, mbar_init_fence, mbar_arrive, mbar_arrive_cluster, mbar_expect_bytes,
 //                   mbar_wait, tma_load_2d, tma_load_2d_multicast, fence_proxy_async_shared_cta
-//   notebook 10's kernel exercise (course_lib/kernel_exercise_set.py): smem_u32, mbar_init,
+//   notebook 10's kernel exercise (course_lib/kernels/exercises/warp_specialized/): smem_u32, mbar_init,
 //                   mbar_init_fence, mbar_arrive, mbar_expect_bytes, mbar_wait (it writes its own
 //                   bulk_load and release, so the header must not take those names)
 // (mbar_test is the one try inside mbar_wait.)
 //
-// A family uses it with #include "async_copy.cuh"; course_lib.cuda pastes the header in, so NVRTC
+// A family uses it with #include "async_copy.cuh"; course_lib.core.cuda pastes the header in, so NVRTC
 // needs no include path. The include guard makes a second #include of it a no-op. Everything is an
 // inline function, and the cp.async ones exist only where __CUDA_ARCH__ >= 800, the sm_90 ones only
 // where it is >= 900 (as in the kernels that call them), so the header compiles for sm_75 .. sm_100.

@@ -1,5 +1,5 @@
 // Global-memory access patterns: the same bytes, laid out or indexed differently.
-// Notebook 04 times these against the sector model in course_lib/memory.py.
+// Notebook 04 times these against the sector model in course_lib/models/memory.py.
 //
 // The copy-like kernels give each thread ELEMS elements, blockDim.x apart, so a
 // warp's loads stay one warp-wide request each while every thread keeps ELEMS

@@ -1,6 +1,6 @@
 // Notebook 08's hand-written kernels: row reductions (softmax, RMSNorm) fused into one pass or split
 // into two, and the GEMM epilogue (bias, GELU, residual) as a separate pass. The elementwise chains
-// are not here: course_lib/lab_fusion.py generates their source from an op list.
+// are not here: course_lib/launch/fusion.py generates their source from an op list.
 //
 // Row kernels give one block to one row of n floats; any n >= 1 is correct. Rows start 16-byte
 // aligned when n % 4 == 0, and then move as float4.

@@ -396,8 +396,7 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
             staged = float(cc) >= STAGED_MIN_CC
             profiled = [c for p in EPILOGUE_PROFILED for c in cases
                         if c.params == {"shape": [m, n, k], "plan": p.label}]
-            profiler.attach_profiles(profiled, "from course_lib.labs import fusion as lab_fusion; "
-                                     f"lab_fusion.profile_epilogue({m}, {n}, {k}, staged={staged})",
+            profiler.attach_profiles(profiled, Target(profile_epilogue, (m, n, k, staged)),
                                      EPILOGUE_METRICS, "^bf16_gemm_mma$", ["bf16_gemm_mma"] * len(profiled))
     return cases
 

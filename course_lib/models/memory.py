@@ -27,6 +27,8 @@ import random
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from course_lib.core.validate import whole_numbers
+
 WARP_SIZE = 32
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -385,9 +387,7 @@ def transpose_smem(rows: int, cols: int, tile: int, block_rows: int, pitch: int,
     Block (tile, block_rows); each thread handles tile / block_rows rows. Edge
     tiles are counted with their inactive lanes.
     """
-    for name, v in (("rows", rows), ("cols", cols), ("tile", tile), ("block_rows", block_rows), ("pitch", pitch)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive whole number, got {v!r}")
+    whole_numbers(rows=rows, cols=cols, tile=tile, block_rows=block_rows, pitch=pitch)
     if tile % WARP_SIZE or tile % block_rows:
         raise ValueError(f"tile ({tile}) must be a multiple of {WARP_SIZE} and of block_rows ({block_rows})")
     if pitch < tile:

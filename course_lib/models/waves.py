@@ -15,12 +15,11 @@ Pure functions, no GPU.
 """
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from course_lib.core.hardware import GpuSpec
-from course_lib.core.validate import whole_number
+from course_lib.core.validate import positive, whole_number
 from course_lib.models import occupancy
 from course_lib.models.launch_geometry import TileGrid, cdiv, tile_grid
 
@@ -107,10 +106,7 @@ def resident_blocks_per_sm(gpu: GpuSpec | str, threads_per_block: int, registers
 
 def predicted_seconds(waves: int, seconds_per_wave: float) -> float:
     """Duration if every wave costs the same: the step curve to lay over a measured sweep."""
-    if isinstance(seconds_per_wave, bool) or not isinstance(seconds_per_wave, numbers.Real) \
-            or not seconds_per_wave > 0:
-        raise ValueError(f"seconds per wave must be a positive number, got {seconds_per_wave!r}")
-    return whole_number("waves", waves) * float(seconds_per_wave)
+    return whole_number("waves", waves) * positive("seconds per wave", seconds_per_wave)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import html
 import ipywidgets as W
 
 from course_lib.core.hardware import SPECS, TERA, GpuSpec, spec
+from course_lib.core.validate import whole_numbers
 from course_lib.models import fusion
 from course_lib.widgets.base import _fmt_seconds, error_html, int_box, span
 
@@ -73,9 +74,7 @@ class FusionCalculator:
 
     def compute(self) -> tuple[fusion.Chain, fusion.Plans, int | None]:
         """The chosen chain, its two plans, and (for k identical ops) the k where compute binds."""
-        for name, v in (("M", self.m.value), ("N", self.n.value)):
-            if v < 1:
-                raise ValueError(f"{name} must be a positive whole number (1, 2, 3, …), got {v!r}")
+        whole_numbers(M=self.m.value, N=self.n.value)
         elements, gpu = self.m.value * self.n.value, self.gpus[self.gpu.value]
         if self.chain.value == PRESET:
             chain, k_star = fusion.scale_bias_gelu_residual(elements, self.dtype.value), None

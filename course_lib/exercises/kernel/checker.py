@@ -28,25 +28,7 @@ import tempfile
 from course_lib.core import cuda, runtime
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
-from course_lib.exercises.kernel.catalog import (  # noqa: F401  (the exercises, re-exported: notebooks name them from here)
-    ASYNC_PIPELINE,
-    EXERCISES,
-    FUSED_EPILOGUE,
-    MYSTERY,
-    MYSTERY_DEFECTS,
-    MYSTERY_THREADS,
-    PERSISTENT_TILES,
-    REGISTER_BUDGET,
-    ROW_SUMS,
-    SCALE,
-    TILE_GEMM,
-    TRANSPOSE,
-    WARP_ROW_SUMS,
-    WARP_SPECIALIZED,
-    Finding,
-    KernelExercise,
-    exercise,
-)
+from course_lib.exercises.kernel.catalog import KernelExercise, exercise
 from course_lib.exercises.kernel.runner import cases_address
 
 DEFAULT_TIME_LIMIT_S = 20
