@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 .PHONY: setup lab test sync record gpu-test gpu-wheels sanitize clean
 
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10 or newer is needed"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed (numpy 2.4 and torch 2.13 need it)"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
