@@ -409,7 +409,7 @@ CALCULATORS = [
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.
 MINIMAL = CalculatorCase(id="minimal", notebook="minimal_calculator.ipynb", anchor="N =", move=slider("N"),
                          screenshot="minimal_calculator.png", model=roofline_model, scenario=roofline_scenario)
-MINIMAL_SOURCES = ["from course_lib.widgets.base import roofline_calculator",
+MINIMAL_SOURCES = ["from course_lib.widgets.roofline import roofline_calculator",
                    "calc = roofline_calculator(); calc"]
 
 
