@@ -52,8 +52,8 @@ def test_chain_launch_covers_every_element(n):
 def test_one_pass_rows_fit_the_default_registers_up_to_32k(n):
     t = fusion_launch.row_threads(n)
     assert 32 <= t <= 1024 and t & (t - 1) == 0
-    assert n <= t * 4 * fusion_launch._row_vecs_default()
-    assert fusion_launch.one_pass_row_vecs(n) == fusion_launch._row_vecs_default()
+    assert n <= t * 4 * fusion_launch.row_vecs_default()
+    assert fusion_launch.one_pass_row_vecs(n) == fusion_launch.row_vecs_default()
 
 
 def test_longer_rows_need_more_registers_than_a_1024_thread_block_has():

@@ -14,17 +14,17 @@ import re
 
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.fix_checks import (
-    _bracket,
-    _c_expr,
-    _check_answers,
-    _compile,
-    _eval,
-    _live,
-    _run_fix,
-    _strip_comments,
-    _Unreadable,
+    Unreadable,
+    bracket,
+    c_expr,
+    check_answers,
+    compile_fix,
+    evaluate,
+    live_mode,
+    run_fix,
 )
 from course_lib.exercises.kernel import cases
+from course_lib.launch.exercise_kernels import strip_comments
 from course_lib.models import memory
 
 SECTOR_QUESTIONS = {
@@ -45,7 +45,7 @@ def sectors_of(question: str) -> int:
 
 def check_sectors(answers) -> Verdict:
     """Exercise: how many 32-byte sectors each warp request touches."""
-    return _check_answers(answers, SECTOR_QUESTIONS, sectors_of, "sectors",
+    return check_answers(answers, SECTOR_QUESTIONS, sectors_of, "sectors",
                           "list the byte range each lane touches and count the 32-byte blocks it covers")
 
 
@@ -64,9 +64,9 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
 def _body(src: str, kernel: str) -> str:
     m = re.search(r'extern\s+"C"\s+__global__\s+void\s+' + re.escape(kernel) + r"\s*\(", src)
     if not m:
-        raise _Unreadable(f'no `extern "C" __global__ void {kernel}(...)` in the source')
+        raise Unreadable(f'no `extern "C" __global__ void {kernel}(...)` in the source')
     brace = src.index("{", m.end())
-    inner, _ = _bracket(src, brace, "{", "}")
+    inner, _ = bracket(src, brace, "{", "}")
     return inner
 
 
@@ -75,7 +75,7 @@ _DECL = re.compile(r"^\s*(?:const\s+)?(?:int|long long|size_t|unsigned(?:\s+int)
 
 def _scale_kernel_program(src: str):
     """(declarations, guard, out index, in index, value scale) of the exercise's elementwise kernel."""
-    body = _body(_strip_comments(src), "my_scale")
+    body = _body(strip_comments(src), "my_scale")
     decls, store = [], None
     for stmt in body.split(";"):
         s = stmt.strip()
@@ -85,26 +85,26 @@ def _scale_kernel_program(src: str):
             for part in _split_top(m.group(1)):
                 name, _, expr = part.partition("=")
                 if not expr or not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", name):
-                    raise _Unreadable(f"could not read the declaration {part.strip()!r}")
-                decls.append((name.strip(), _c_expr(expr)))
+                    raise Unreadable(f"could not read the declaration {part.strip()!r}")
+                decls.append((name.strip(), c_expr(expr)))
         elif "out[" in s:
             if store is not None:
-                raise _Unreadable("the check expects one store to out[...]")
+                raise Unreadable("the check expects one store to out[...]")
             store = s
         else:
-            raise _Unreadable(f"the check does not follow the statement {s[:60]!r}")
+            raise Unreadable(f"the check does not follow the statement {s[:60]!r}")
     if store is None:
-        raise _Unreadable("no store to out[...] found")
+        raise Unreadable("no store to out[...] found")
     guard = None
     if store.startswith("if"):
-        cond, after = _bracket(store, store.index("("), "(", ")")
-        guard, store = _c_expr(cond), store[after:].strip()
+        cond, after = bracket(store, store.index("("), "(", ")")
+        guard, store = c_expr(cond), store[after:].strip()
     lhs, _, rhs = store.partition("=")
-    out_idx, _ = _bracket(lhs, lhs.index("["))
+    out_idx, _ = bracket(lhs, lhs.index("["))
     if "in[" not in rhs:
-        raise _Unreadable("the value stored should read in[...]")
-    in_idx, _ = _bracket(rhs, rhs.index("in[") + 2)
-    return decls, guard, _c_expr(out_idx), _c_expr(in_idx)
+        raise Unreadable("the value stored should read in[...]")
+    in_idx, _ = bracket(rhs, rhs.index("in[") + 2)
+    return decls, guard, c_expr(out_idx), c_expr(in_idx)
 
 
 def _scale_structure(src: str, n_small: int = 64, n_warp: int = 4096) -> tuple[bool, str, int]:
@@ -114,10 +114,10 @@ def _scale_structure(src: str, n_small: int = 64, n_warp: int = 4096) -> tuple[b
     def thread(bx, by, tx, ty, n):
         env = {"bx": bx, "by": by, "tx": tx, "ty": ty, "bdx": 32, "bdy": 8, "rows": n, "cols": n}
         for name, code in decls:
-            env[name] = _eval(code, env)
-        if guard is not None and not _eval(guard, env):
+            env[name] = evaluate(code, env)
+        if guard is not None and not evaluate(guard, env):
             return None
-        return _eval(out_idx, env), _eval(in_idx, env)
+        return evaluate(out_idx, env), evaluate(in_idx, env)
 
     seen = {}
     for by in range(n_small // 8):
@@ -145,16 +145,16 @@ def check_coalescing_fix(src: str, n: int = 4096) -> Verdict:
     """Exercise: make ``my_scale`` (out = 2 * in on an n x n matrix, block (32, 8)) read and write coalesced."""
     if not isinstance(src, str) or "my_scale" not in src:
         return Verdict("Pass the CUDA source string that defines my_scale.", False)
-    cubin, verdict = _compile(src, "my_scale")
+    cubin, verdict = compile_fix(src, "my_scale")
     if cubin is None:
         return verdict
     try:
         correct, why, sectors = _scale_structure(src)
-    except _Unreadable as exc:
+    except Unreadable as exc:
         correct, why, sectors = None, str(exc), None
     if correct is False:
         return Verdict(f"Not correct yet: {why}.", False)
-    if not _live():
+    if not live_mode():
         if correct is None:
             return Verdict(f"It compiles, but the structural check could not follow it ({why}). "
                            "Timing and a full check need a GPU (live mode).", False)
@@ -164,7 +164,7 @@ def check_coalescing_fix(src: str, n: int = 4096) -> Verdict:
         return Verdict(f"Correct (structural check: {why}) and coalesced: a warp's read touches {sectors} sectors "
                        "(sector model). Timing needs a GPU: in live mode this check also runs and times it.", True)
     tail = f" (sector model: {sectors} sectors per warp read)" if sectors else ""
-    return _run_fix(cases.coalescing_fix_cases, "my_scale", cubin, n,
+    return run_fix(cases.coalescing_fix_cases, "my_scale", cubin, n,
                     slow="Correct, but slow: {mine:.0f} µs ({gbps:,.0f} GB/s) against {course:.0f} µs for coalesced "
                          "indexing, measured now" + tail + ".",
                     fast="Correct and coalesced: {mine:.0f} µs ({gbps:,.0f} GB/s), the course's coalesced version "

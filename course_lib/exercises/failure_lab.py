@@ -5,7 +5,7 @@ from __future__ import annotations
 from course_lib.exercises.base import Verdict, _close
 from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.labs.failure_lab import evidence
-from course_lib.models.failures import _FAMILY_LIST, FAMILIES, by_family, failure, link
+from course_lib.models.failures import FAMILIES, FAMILY_LIST, by_family, failure, link
 
 # Suspects that sound plausible for this kernel and are not its problem, with the evidence that clears them.
 CLEARED = {
@@ -124,13 +124,13 @@ def check_answer(number: int, family_guess: str) -> Verdict:
     """Quiz: name the family of failure ``number``."""
     f = failure(number)
     if not isinstance(family_guess, str):
-        return Verdict(f"Not answered yet: name one of the families {_FAMILY_LIST}.", False)
+        return Verdict(f"Not answered yet: name one of the families {FAMILY_LIST}.", False)
     guess = " ".join(family_guess.strip().lower().split())
     if guess not in FAMILIES:
-        return Verdict(f"{family_guess!r} is not one of the families; answer with one of {_FAMILY_LIST}.", False)
+        return Verdict(f"{family_guess!r} is not one of the families; answer with one of {FAMILY_LIST}.", False)
     if guess != f.family:
         return Verdict(f"Not {guess!r}. Read the mistake again: {f.mistake} "
-                       f"Which of these does it belong to: {_FAMILY_LIST}?", False)
+                       f"Which of these does it belong to: {FAMILY_LIST}?", False)
     where = link(f)
     return Verdict(f"Correct: failure {f.number} is a {f.family} failure. {f.explanation}"
                    + (f" See {where}." if where else ""), True)

@@ -19,7 +19,7 @@ def _as_int(v):
     return int(f) if f == int(f) else None
 
 
-def _check_answers(answers, questions, truth, unit: str, hint: str) -> Verdict:
+def check_answers(answers, questions, truth, unit: str, hint: str) -> Verdict:
     if not isinstance(answers, dict):
         return Verdict(f"Answer with a dict: {{question: number of {unit}}}.", False)
     wrong = []
@@ -44,15 +44,12 @@ _BUILTIN_NAMES = {"threadIdx.x": "tx", "threadIdx.y": "ty", "blockIdx.x": "bx", 
                   "blockDim.x": "bdx", "blockDim.y": "bdy"}
 
 
-class _Unreadable(ValueError):
+class Unreadable(ValueError):
     """The structural check cannot follow this source; the message says what it could not read."""
 
 
-def _strip_comments(src: str) -> str:
-    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", src, flags=re.S))
 
-
-def _c_expr(expr: str):
+def c_expr(expr: str):
     """C integer expression → a compiled Python expression with the same value for non-negative operands."""
     e = re.sub(r"\(\s*(?:const\s+)?(?:size_t|long long|long|unsigned(?:\s+int)?|int)\s*\)", "", expr)
     for c_name, py in _BUILTIN_NAMES.items():
@@ -62,37 +59,37 @@ def _c_expr(expr: str):
     e = re.sub(r"!(?!=)", " not ", e)
     e = e.replace("/", "//")
     if "?" in e:
-        raise _Unreadable(f"the check reads + - * / % ^ & | << >> and comparisons, not `?:`: {expr.strip()}")
+        raise Unreadable(f"the check reads + - * / % ^ & | << >> and comparisons, not `?:`: {expr.strip()}")
     try:
         tree = ast.parse(e.strip(), mode="eval")
     except SyntaxError:
-        raise _Unreadable(f"could not read the expression {expr.strip()!r}") from None
+        raise Unreadable(f"could not read the expression {expr.strip()!r}") from None
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED) or (isinstance(node, ast.Constant) and not isinstance(node.value, int)):
-            raise _Unreadable(f"the check reads integer arithmetic only; it cannot follow {expr.strip()!r}")
+            raise Unreadable(f"the check reads integer arithmetic only; it cannot follow {expr.strip()!r}")
     return compile(tree, "<kernel expression>", "eval")
 
 
-def _eval(code, env: dict) -> int:
+def evaluate(code, env: dict) -> int:
     try:
         return eval(code, {"__builtins__": {}}, env)   # noqa: S307  (AST restricted to arithmetic above)
     except NameError as exc:
-        raise _Unreadable(f"the expression uses a name the check does not know ({exc})") from None
+        raise Unreadable(f"the expression uses a name the check does not know ({exc})") from None
     except ZeroDivisionError:
-        raise _Unreadable("the index arithmetic divides by zero") from None
+        raise Unreadable("the index arithmetic divides by zero") from None
 
 
-def _bracket(text: str, start: int, open_ch: str = "[", close_ch: str = "]") -> tuple[str, int]:
+def bracket(text: str, start: int, open_ch: str = "[", close_ch: str = "]") -> tuple[str, int]:
     """The text inside the bracket opening at ``start`` (text[start] == open_ch), and the index after it."""
     depth = 0
     for i in range(start, len(text)):
         depth += (text[i] == open_ch) - (text[i] == close_ch)
         if depth == 0:
             return text[start + 1:i], i + 1
-    raise _Unreadable(f"unbalanced {open_ch}{close_ch} in {text[start:start + 60]!r}")
+    raise Unreadable(f"unbalanced {open_ch}{close_ch} in {text[start:start + 60]!r}")
 
 
-def _compile(src: str, kernel: str):
+def compile_fix(src: str, kernel: str):
     """(cubin, None), or (None, the Verdict saying why it did not compile or lacks the kernel)."""
     try:
         cubin, log = cuda.compile_source(src, cuda.target_arch(), f"{kernel}.cu")
@@ -105,14 +102,14 @@ def _compile(src: str, kernel: str):
     return cubin, None
 
 
-def _live() -> bool:
+def live_mode() -> bool:
     return runtime.mode() == "live"
 
 
 SPEED_MARGIN = 1.15   # within 15% of the course's own kernel counts as "as fast"
 
 
-def _run_fix(live, kernel: str, cubin: bytes, n: int, slow: str, fast: str) -> Verdict:
+def run_fix(live, kernel: str, cubin: bytes, n: int, slow: str, fast: str) -> Verdict:
     """Run a fix-the-kernel check's live cases (n × n) in the kernel checker's child process and judge
     them: a hang, a failed launch or a wrong result is said so; a right one is "as fast" within
     SPEED_MARGIN of the course's kernel. ``slow`` and ``fast`` are the verdicts' texts, formatted with

@@ -12,17 +12,17 @@ import re
 
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.fix_checks import (
-    _bracket,
-    _c_expr,
-    _check_answers,
-    _compile,
-    _eval,
-    _live,
-    _run_fix,
-    _strip_comments,
-    _Unreadable,
+    Unreadable,
+    bracket,
+    c_expr,
+    check_answers,
+    compile_fix,
+    evaluate,
+    live_mode,
+    run_fix,
 )
 from course_lib.exercises.kernel import cases
+from course_lib.launch.exercise_kernels import strip_comments
 from course_lib.models import memory
 
 BANK_QUESTIONS = {
@@ -43,7 +43,7 @@ def wavefronts_of(question: str) -> int:
 
 def check_wavefronts(answers) -> Verdict:
     """Exercise: wavefronts per warp request of each shared-memory pattern."""
-    return _check_answers(answers, BANK_QUESTIONS, wavefronts_of, "wavefronts",
+    return check_answers(answers, BANK_QUESTIONS, wavefronts_of, "wavefronts",
                           "find the bank of each lane's word(s) (word mod 32), per phase of 128 bytes, and take "
                           "the most distinct words any bank must serve")
 
@@ -57,31 +57,31 @@ _DECL_TILE = re.compile(r"__shared__\s+float\s+tile\s*((?:\[[^\]]+\]\s*)+);")
 
 def _tile_layout(src: str):
     """(index(r, c) -> word, words in the tile) read from the exercise's TILE_AT macro and tile declaration."""
-    text = _strip_comments(src)
+    text = strip_comments(src)
     defines = {k: int(v) for k, v in _DEFINE.findall(text)}
     m = _TILE_AT.search(text)
     if not m:
-        raise _Unreadable("keep the `#define TILE_AT(r, c) tile[...]` line: the check reads the tile layout from it")
+        raise Unreadable("keep the `#define TILE_AT(r, c) tile[...]` line: the check reads the tile layout from it")
     r_name, c_name, body = m.group(1), m.group(2), m.group(3).strip()
     d = _DECL_TILE.search(text)
     if not d:
-        raise _Unreadable("keep the declaration `__shared__ float tile[...];`")
-    dims = [_eval(_c_expr(x), defines) for x in re.findall(r"\[([^\]]+)\]", d.group(1))]
+        raise Unreadable("keep the declaration `__shared__ float tile[...];`")
+    dims = [evaluate(c_expr(x), defines) for x in re.findall(r"\[([^\]]+)\]", d.group(1))]
     if not body.startswith("tile"):
-        raise _Unreadable("TILE_AT should expand to tile[...]")
+        raise Unreadable("TILE_AT should expand to tile[...]")
     idx_exprs, pos = [], len("tile")
     while pos < len(body) and body[pos] == "[":
-        inner, pos = _bracket(body, pos)
-        idx_exprs.append(_c_expr(inner))
+        inner, pos = bracket(body, pos)
+        idx_exprs.append(c_expr(inner))
     if len(idx_exprs) != len(dims) or len(dims) not in (1, 2):
-        raise _Unreadable(f"TILE_AT indexes tile with {len(idx_exprs)} subscripts; the tile has {len(dims)}")
+        raise Unreadable(f"TILE_AT indexes tile with {len(idx_exprs)} subscripts; the tile has {len(dims)}")
 
     def index(r: int, c: int) -> int:
         env = dict(defines, **{r_name: r, c_name: c})
-        vals = [_eval(e, env) for e in idx_exprs]
+        vals = [evaluate(e, env) for e in idx_exprs]
         for v, dim in zip(vals, dims):
             if not 0 <= v < dim:
-                raise _Unreadable(f"TILE_AT({r}, {c}) indexes {vals}: outside the tile, declared {dims} words")
+                raise Unreadable(f"TILE_AT({r}, {c}) indexes {vals}: outside the tile, declared {dims} words")
         return vals[0] if len(dims) == 1 else vals[0] * dims[1] + vals[1]
 
     size = dims[0] if len(dims) == 1 else dims[0] * dims[1]
@@ -93,7 +93,7 @@ def transpose_tile_wavefronts(src: str) -> tuple[int, int, int]:
     index, size = _tile_layout(src)
     slots = {index(r, c) for r in range(32) for c in range(32)}
     if len(slots) != 32 * 32:
-        raise _Unreadable(f"TILE_AT maps the 32 x 32 elements onto only {len(slots)} distinct words: "
+        raise Unreadable(f"TILE_AT maps the 32 x 32 elements onto only {len(slots)} distinct words: "
                           "two elements would overwrite each other")
     row = max(memory.bank_conflicts([4 * index(r, c) for c in range(32)], 4).wavefronts for r in range(32))
     col = max(memory.bank_conflicts([4 * index(r, c) for r in range(32)], 4).wavefronts for c in range(32))
@@ -104,24 +104,24 @@ def check_transpose_fix(src: str, n: int = 4096) -> Verdict:
     """Exercise: change the tile layout of ``my_transpose`` so neither shared-memory side has bank conflicts."""
     if not isinstance(src, str) or "my_transpose" not in src:
         return Verdict("Pass the CUDA source string that defines my_transpose.", False)
-    cubin, verdict = _compile(src, "my_transpose")
+    cubin, verdict = compile_fix(src, "my_transpose")
     if cubin is None:
         return verdict
     try:
         row, col, words = transpose_tile_wavefronts(src)
-    except _Unreadable as exc:
+    except Unreadable as exc:
         row = col = words = None
         why = str(exc)
-        if not _live():
+        if not live_mode():
             return Verdict(f"It compiles, but the structural check could not follow it: {why}.", False)
     if row is not None and (row > 1 or col > 1):
         return Verdict(f"Not yet: a warp writing a tile row takes {row} wavefront(s) and one reading a tile column "
                        f"takes {col} (bank model); both should take 1.", False)
-    if not _live():
+    if not live_mode():
         return Verdict(f"Conflict-free (bank model): 1 wavefront per row write and per column read, with "
                        f"{words} words of shared memory ({words - 1024} unused). Correctness and timing need a "
                        "GPU: in live mode this check also runs and times it.", True)
-    return _run_fix(cases.transpose_fix_cases, "my_transpose", cubin, n,
+    return run_fix(cases.transpose_fix_cases, "my_transpose", cubin, n,
                     slow="Correct, but slower than the padded tile: {mine:.0f} µs ({gbps:,.0f} GB/s) against "
                          "{course:.0f} µs, measured now.",
                     fast="Correct and conflict-free: {mine:.0f} µs ({gbps:,.0f} GB/s), the course's padded tile "

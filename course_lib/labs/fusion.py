@@ -36,7 +36,6 @@ from course_lib.launch.fusion import (
     STAGED_MIN_CC,
     PointwiseOp,
     RowPlan,
-    _row_vecs_default,
     affine_op,
     chain_launch,
     chain_source,
@@ -48,6 +47,7 @@ from course_lib.launch.fusion import (
     one_pass_row_vecs,
     prefetch_launch,
     row_threads,
+    row_vecs_default,
     run_epilogue_pass,
     run_fused,
     run_gemm,
@@ -534,7 +534,7 @@ def reductions(elements: int, row_lengths: list[int], spill_row_lengths: list[in
                     extra["ledger_bytes"] = (2 if one else 3) * FP32_BYTES * rows * n
                 if rp in (RowPlan.PREFETCH, RowPlan.HALF_SHARED, RowPlan.HALF_SHARED_ONE_PER_SM,
                           RowPlan.SPLIT):   # one pass, another layout
-                    extra["row_vecs"] = _row_vecs_default()
+                    extra["row_vecs"] = row_vecs_default()
                     extra["ledger_bytes"] = 2 * FP32_BYTES * rows * n
                 if why_not and plan is ROW_EAGER[op]:
                     extra["torch_compile_unavailable"] = why_not

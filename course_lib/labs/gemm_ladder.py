@@ -19,7 +19,7 @@ from course_lib.launch.gemm_bf16 import (
     BF16,
     BF16_MIN_CC,
     COPY_ENGINES,
-    _bf16_function,
+    bf16_function,
     bf16_geometry,
     require_bf16_mma,
     run_bf16,
@@ -121,7 +121,7 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
 
     cc = detect().compute_capability
     require_bf16_mma(cc)
-    fn = _bf16_function()
+    fn = bf16_function()
     cases = []
     for n in sorted(sizes):
         engines = runnable_engines(cc, n, n)
@@ -193,7 +193,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
                 list(t.samples_s), 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n), check,
                 kernel_launch_record(grid, block, FP32, kernel))))
         if bf16_ok:
-            fn = _bf16_function()
+            fn = bf16_function()
             ab, bb = to_bf16_bits(a), to_bf16_bits(b)
             exact = bf16_bits_to_float32(ab).astype(cupy.float64) @ bf16_bits_to_float32(bb).astype(cupy.float64)
             cb = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)   # NaN bits: an unwritten output fails the check

@@ -151,7 +151,7 @@ def run_epilogue_pass(out, c, bias, residual=None) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _row_vecs_default() -> int:
+def row_vecs_default() -> int:
     """ROW_VECS as fusion.cu defines it (read once: every row launch asks)."""
     import re
 
@@ -161,14 +161,14 @@ def _row_vecs_default() -> int:
 def row_threads(n: int, row_vecs: int | None = None) -> int:
     """Threads per row block: a power of two from 32 to 1024, enough to hold the row in
     4 · row_vecs registers a thread (the one-pass kernels' limit)."""
-    per_thread = 4 * (row_vecs or _row_vecs_default())
+    per_thread = 4 * (row_vecs or row_vecs_default())
     return min(1024, max(32, 1 << max(0, math.ceil(math.log2(-(-n // per_thread))))))
 
 
 def one_pass_row_vecs(n: int) -> int:
     """The ROW_VECS a one-pass kernel needs to hold a row of n floats at 1024 threads (the default
     when it fits: longer rows need a variant compiled with more registers a thread than there are)."""
-    return max(_row_vecs_default(), -(-n // (4 * 1024)))
+    return max(row_vecs_default(), -(-n // (4 * 1024)))
 
 
 class RowPlan(enum.Enum):
@@ -193,7 +193,7 @@ class RowPlan(enum.Enum):
 
 def one_pass_family(n: int):
     rv = one_pass_row_vecs(n)
-    return cuda.compile_family(FAMILY, None, () if rv == _row_vecs_default() else (f"-DROW_VECS={rv}",))
+    return cuda.compile_family(FAMILY, None, () if rv == row_vecs_default() else (f"-DROW_VECS={rv}",))
 
 
 SPLIT_MIN_CC = 9.0
@@ -205,8 +205,8 @@ SPLIT_THREADS = 512
 def split_threads(n: int) -> int:
     """Threads per block of a split row: enough for half a row (``split_half`` in fusion.cu)."""
     half = ((n + 1) // 2 + 3) & ~3
-    if half > 4 * _row_vecs_default() * SPLIT_THREADS:
-        raise ValueError(f"a split row holds at most {8 * _row_vecs_default() * SPLIT_THREADS} floats; n = {n}")
+    if half > 4 * row_vecs_default() * SPLIT_THREADS:
+        raise ValueError(f"a split row holds at most {8 * row_vecs_default() * SPLIT_THREADS} floats; n = {n}")
     return min(SPLIT_THREADS, row_threads(half))
 
 
@@ -223,13 +223,13 @@ def prefetch_launch(rows: int, n: int) -> tuple[tuple, tuple, int]:
     """(grid, block, dynamic shared memory) of ``rmsnorm_prefetch``: as many blocks as fit on every
     SM at once (the occupancy model with the compiler's registers), each with a row's worth of slots."""
 
-    per_thread = 4 * _row_vecs_default()
+    per_thread = 4 * row_vecs_default()
     if n > per_thread * 1024:
         raise ValueError(f"the prefetching RMSNorm holds a row of at most {per_thread * 1024} floats; n = {n}. "
                          "Use the two-pass plan for longer rows.")
     info = detect()
     threads = row_threads(n)
-    smem = _row_vecs_default() * threads * 16
+    smem = row_vecs_default() * threads * 16
     res = cuda.compile_family(FAMILY).resources["rmsnorm_prefetch"]
     per_sm = occupancy.residency(occupancy.budget_from_device(info), threads, res.registers,
                                  smem + res.static_smem_bytes).resident_blocks
@@ -243,13 +243,13 @@ def half_shared_launch(n: int) -> tuple[tuple, int]:
     """(block, dynamic shared memory) of ``rmsnorm_half_shared`` and ``softmax_half_shared``: enough
     threads to hold half the row in registers (at most 512, so that two blocks fit on an SM), and
     shared slots for the rest (none when the row fits in registers)."""
-    per_thread = 4 * _row_vecs_default()
+    per_thread = 4 * row_vecs_default()
     if n > 2 * per_thread * HALF_SHARED_THREADS:
         raise ValueError(f"{RowPlan.HALF_SHARED.value} holds a row of at most {2 * per_thread * HALF_SHARED_THREADS} floats; "
                          f"n = {n}. Use the two-pass plan for longer rows.")
     threads = min(HALF_SHARED_THREADS, row_threads(-(-n // 2)))
     far = max(0, n - per_thread * threads)
-    return (threads,), (_row_vecs_default() * threads * 16 if far else 0)
+    return (threads,), (row_vecs_default() * threads * 16 if far else 0)
 
 
 def one_block_per_sm_smem(budget, threads: int, registers: int, smem: int) -> int:

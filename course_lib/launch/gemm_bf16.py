@@ -124,7 +124,7 @@ def require_bf16_mma(compute_capability: str | float) -> None:
                            "can only be replayed.")
 
 
-def _bf16_function():
+def bf16_function():
     require_bf16_mma(detect().compute_capability)
     fn = cuda.kernel(BF16, "bf16_gemm_mma")
     return fn
@@ -216,7 +216,7 @@ def run_bf16(a_bits, b_bits, c_bits, function=None, defines=None, copies: str = 
     one_tile_each, block, smem = bf16_geometry(m, n, defines)
     smem = max(smem, smem_bytes or 0)
     grid = grid or one_tile_each
-    fn = function or _bf16_function()
+    fn = function or bf16_function()
     if fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem    # opt in beyond the default 48 KiB
     engine = copy_engine(copies, _device_cc(), k, n, defines)

@@ -371,13 +371,13 @@ FAILURES: tuple[Failure, ...] = (
 )
 
 
-_FAMILY_LIST = ", ".join(f'"{f}"' for f in FAMILIES)
+FAMILY_LIST = ", ".join(f'"{f}"' for f in FAMILIES)
 
 
 def by_family(family: str) -> list[Failure]:
     """The failures of one family, in order."""
     if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}: the families are {_FAMILY_LIST}")
+        raise ValueError(f"unknown family {family!r}: the families are {FAMILY_LIST}")
     return [f for f in FAILURES if f.family == family]
 
 
