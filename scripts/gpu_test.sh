@@ -22,7 +22,7 @@ if [ "${RECORD:-0}" = 1 ]; then
 fi
 
 $PY - "$@" <<'PY'
-import sys, time
+import os, sys, tempfile, time
 from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
@@ -33,13 +33,17 @@ paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("[0-9]*
 for path in paths:
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
+    log = Path(tempfile.mkdtemp()) / "results.jsonl"
+    os.environ["COURSE_RUN_LOG"] = str(log)   # the kernel inherits it: its live results land there
     # store_widget_state: the calculators are drawn when the committed notebook is opened, before a run.
     NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
-    stamp_run(nb)
+    stamp_run(nb, log)
     nbformat.write(nb, path)
     print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
 PY
+# The prose against the run just made: a figure that moved outside its claim fails, naming the sentence.
+if [ $# -gt 0 ]; then ran=("$@"); else ran=(notebooks/[0-9]*.ipynb); fi
+$PY -m course_lib.measure.claims --source notebook "${ran[@]}"
 if [ "${NBVAL:-1}" = 0 ]; then exit 0; fi   # NBVAL=0: execute and write back only (saves a second run)
-if [ $# -gt 0 ]; then targets=("$@"); else targets=(notebooks/); fi
-$PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q "${targets[@]}"
+$PY -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env -q "${ran[@]}"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -131,7 +133,22 @@ def run_live(name: str, resolved: dict) -> Result:
     # The clock and power at both ends: a run that throttled, or ran far below the maximum clock, shows it.
     machine["gpu_state"] = {"before": before, "after": session.gpu_state()}
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    return Result(name, "live", machine, now, resolved, cases, reference_for(name, resolved, machine["slug"]))
+    result = Result(name, "live", machine, now, resolved, cases, reference_for(name, resolved, machine["slug"]))
+    log_run(result)
+    return result
+
+
+RUN_LOG = "COURSE_RUN_LOG"
+
+
+def log_run(result: Result) -> None:
+    """Append the live result to the file named by ``$COURSE_RUN_LOG`` (one record per line), if set:
+    the GPU run of a notebook stores these with it, so its claims are checked against the very run
+    whose outputs it shows (``measure.claims``)."""
+    path = os.environ.get(RUN_LOG)
+    if path:
+        with open(path, "a") as log:
+            log.write(json.dumps(result.to_record(f"notebook run of {result.experiment}")) + "\n")
 
 
 def reference_for(name: str, resolved: dict, live_slug: str) -> Result | None:

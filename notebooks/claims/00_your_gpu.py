@@ -1,0 +1,35 @@
+"""Claims of 00_your_gpu's prose (see course_lib.measure.claims): each is checked against the record
+and against the live run committed with the notebook."""
+from course_lib.measure.claims import Given, Measured
+
+TIMING = "timing.measuring_correctly"
+BIG, SMALL = "n=16777216", "n=4096"
+
+
+def median_us(result, method: str, size: str) -> float:
+    return result.case(f"{method}, {size}").median_s * 1e6
+
+
+def over_graph(method: str):
+    """How much longer ``method`` reports the large add than the CUDA graph does, as a fraction."""
+    return lambda r: median_us(r, method, BIG) / median_us(r, "CUDA graph of 100 calls", BIG) - 1
+
+
+CLAIMS = [
+    Given("Nobody reaches 100% of a datasheet", "a bound, not a measurement"),
+    Measured("some 60 µs of work", TIMING, lambda r: median_us(r, "CUDA graph of 100 calls", BIG), (50, 70), unit=" µs"),
+    Measured("2–6% for the held events", TIMING, over_graph("CUDA events, GPU held"), (0.02, 0.06), unit="%"),
+    Measured("10–15% for events on an idle GPU", TIMING, over_graph("CUDA events, idle GPU"), (0.10, 0.15), unit="%"),
+    Measured("20–25% for the synchronized host timer", TIMING, over_graph("host timer + synchronize"), (0.20, 0.25),
+             unit="%"),
+    Measured("Events on an idle GPU report several times the held figure", TIMING,
+             lambda r: median_us(r, "CUDA events, idle GPU", SMALL) / median_us(r, "CUDA events, GPU held", SMALL),
+             (2, 5), unit="×"),
+    Measured("The held pair measures what one call costs the GPU: a few microseconds", TIMING,
+             lambda r: median_us(r, "CUDA events, GPU held", SMALL), (2, 5), unit=" µs"),
+    Measured("The 100-call pair is *slower* per call than the held one", TIMING,
+             lambda r: median_us(r, "100 calls per event pair", SMALL) / median_us(r, "CUDA events, GPU held", SMALL),
+             (1.05, 10), unit="×"),
+    Measured("each costs about a microsecond", TIMING, lambda r: median_us(r, "CUDA graph of 100 calls", SMALL),
+             (0.7, 1.5), unit=" µs"),
+]
