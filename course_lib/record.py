@@ -3,6 +3,7 @@
     python -m course_lib.record                  # every experiment
     python -m course_lib.record machine.copy_bandwidth roofline.measured
     python -m course_lib.record --list
+    python -m course_lib.record --runs 3 hopper.ladder   # three runs, the last the record, all kept
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="experiments to record (default: all)")
     parser.add_argument("--out", type=Path, default=evidence.RECORDED_DIR, help="root of the recorded tree")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs of each experiment (default: its record_runs, 3 for headline comparisons)")
     args = parser.parse_args(argv)
     if args.list:
         for name, exp in sorted(experiments.all_experiments().items()):
@@ -35,14 +38,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name in args.names or sorted(experiments.all_experiments()):
         t0 = time.perf_counter()
-        result = experiments.run_live(name, experiments.resolve_params(name))
+        runs = args.runs or experiments.all_experiments()[name].record_runs
+        results = [experiments.run_live(name, experiments.resolve_params(name)) for _ in range(runs)]
+        result = results[-1]
+        result.repeats = results[:-1]
         command = "python -m course_lib.record " + name
-        path = evidence.save(result.to_record(command), args.out)
+        path = evidence.save(result.to_record(command, results[:-1]), args.out)
         print(f"{name}: {len(result.cases)} cases in {time.perf_counter() - t0:.1f} s -> {path}")
         for c in result.cases:
             rate = (f"{c.flop_per_s / 1e12:8.2f} TFLOP/s" if c.flop and c.flop / max(c.bytes, 1) > 1
                     else f"{c.bandwidth_bytes_per_s / 1e9:8.1f} GB/s")
-            print(f"    {c.name:50s} median {c.median_s * 1e6:10.2f} us  {rate}")
+            spread = ""
+            if runs > 1:
+                lo, _, hi = result.case_range_s(c.name)
+                spread = f"  runs {lo * 1e6:.2f}-{hi * 1e6:.2f} us"
+            flags = " power-limited" * c.power_limited + " protocols-disagree" * c.protocols_disagree
+            print(f"    {c.name:50s} median {c.median_s * 1e6:10.2f} us  {rate}{spread}{flags}")
     return 0
 
 

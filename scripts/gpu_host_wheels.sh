@@ -10,7 +10,8 @@ WHEELS=.whl
 SITE=${SITE:-/tmp/course-site}
 PYVER=${PYVER:-3.12}
 # What the notebooks need beyond the GPU host's own CUDA/CuPy/PyTorch/matplotlib/pytest.
-PACKAGES=(nbval==0.11.0 nbclient==0.11.0 nbformat==5.10.4 ipykernel==7.4.0 ipywidgets==8.1.9 tqdm==4.70.1)
+PACKAGES=(nbval==0.11.0 nbclient==0.11.0 nbformat==5.10.4 ipykernel==7.4.0 ipywidgets==8.1.9 tqdm==4.70.1
+          nvidia-ml-py==13.580.126)
 # Already on the GPU image; a second copy on PYTHONPATH would shadow it.
 SKIP='^(pytest|pluggy|iniconfig|packaging|pygments|python_dateutil|six|psutil|attrs|coverage|typing_extensions|setuptools|numpy)-'
 

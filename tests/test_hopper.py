@@ -227,7 +227,8 @@ def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
     monkeypatch.setattr(lab_hopper, "bf16_bits_to_float32", lambda c: c)
     monkeypatch.setattr(lab_hopper, "check_close", lambda got, ref, what, tol: checked.append(got) or {"passed": True})
 
-    def interleaved(calls, samples):
+    def interleaved(calls, samples, references=()):
+        assert list(references) == [0], "cuBLAS, the first call, is the reference checked by a second protocol"
         for fn in calls:
             fn()
         return [f"timing {i}" for i in range(len(calls))]

@@ -9,7 +9,18 @@ longer than the host needs to enqueue the event and the timed calls, so the pair
 alone. A sample whose enqueue outlasts its hold all the same (a busy host) is counted
 (``Timing.late_samples``) and reported with a warning. ``hold=False`` keeps the idle-GPU timing,
 for notebook 00 to show the difference.
+When a sample is late, the hold doubles and the sample is taken again, up to ``HOLD_CEILING_S``:
+a library call whose host side (torch's dispatch, cuBLAS's heuristics, torch.compile's
+guards) is slow and uneven still gets a hold it fits in.
 ``benchmark_graph`` replays a CUDA graph instead, which also takes launch cost off the host.
+
+A library reference (cuBLAS, torch.compile, PyTorch's kernels) is also timed by a second protocol,
+``benchmark_blocks``: blocks of back-to-back calls after a long hold, the functions alternating. The
+interleaved harness checks its references against it (``references=``): the two medians must agree
+within ``PROTOCOL_TOLERANCE``, or the reference is measured again, and if they still disagree the
+Timing says so (``Timing.second``), for the record and the notebook to flag.
+Every timing carries the GPU's SM clock, power and temperature sampled during it
+(``gpu_monitor``), so a power-limited figure is marked as one.
 A host timer around asynchronous work measures how long it took to *enqueue* it; ``host_timed``
 exists only to show that.
 """
@@ -18,14 +29,18 @@ from __future__ import annotations
 import statistics
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from course_lib.core import cuda, progress
+from course_lib.core.gpu_monitor import GpuMonitor
 
 MIN_SAMPLES = 20
 HOLD_FLOOR_S = 20e-6      # covers recording the start event itself
 HOLD_CEILING_S = 20e-3    # a host that slow is not measuring a kernel any more
+BLOCK_CALLS = 10          # the second protocol: calls per block ...
+BLOCK_HOLD_S = 2e-3       # ... after a hold this long, which ten library calls' enqueue fits in
+PROTOCOL_TOLERANCE = 0.03  # the two protocols' medians of a reference must agree this closely
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,11 @@ class Timing:
     # Samples whose timed calls the host was still enqueuing when the hold before them ran out: the
     # GPU waited for the host, so they include some of its launch time (``benchmark`` says why).
     late_samples: int = 0
+    # The GPU during the samples (``GpuMonitor.summary``): SM clock, power, temperature, power-limited.
+    gpu: dict = field(default_factory=dict, compare=False)
+    # A library reference's second protocol (``benchmark_blocks``): its samples, its median over this
+    # one's, whether they agree, and the attempts it took (``check_reference``).
+    second: dict | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if not self.samples_s:
@@ -132,15 +152,17 @@ def _check_samples(samples: int) -> None:
 
 
 def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repeat: int = 1,
-              flush_l2: bool = False, hold: bool = True) -> Timing:
+              flush_l2: bool = False, hold: bool = True, reference: bool = False) -> Timing:
     """Time ``fn`` on the GPU with CUDA events, the GPU held busy before each start event.
 
     Each sample brackets ``repeat`` back-to-back calls with a pair of events and is divided by
     ``repeat``. The hold lasts twice the host's enqueue time of those calls (measured during
     warm-up), so the start event and every call are queued before the GPU reaches them and the
-    sample holds no host launch time. ``flush_l2`` evicts the L2 before each sample, outside the
-    timed region, so a bandwidth figure cannot be flattered by cache hits. ``hold=False`` is the
-    naive idle-GPU event pair (launch time included), kept to teach the difference.
+    sample holds no host launch time; a sample that is late all the same is taken again with a longer
+    hold. ``flush_l2`` evicts the L2 before each sample, outside the timed region, so a bandwidth
+    figure cannot be flattered by cache hits. ``hold=False`` is the naive idle-GPU event pair (launch
+    time included), kept to teach the difference. ``reference=True``: a library call, checked against
+    the second protocol (``check_reference``).
     """
     progress.step(f"timing one kernel, {samples} samples")
     _check_samples(samples)
@@ -150,33 +172,51 @@ def benchmark(fn: Callable[[], object], samples: int = 30, warmup: int = 3, repe
 
     flush = _L2Flusher() if flush_l2 else None
     spin = GpuHold() if hold else None
-    hold_s = hold_seconds(_warm_up(fn, warmup), repeat)
+    holds = [hold_seconds(_warm_up(fn, warmup), repeat)]
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     out, late = [], 0
-    for _ in range(samples):
-        if flush:
-            flush()
-        if spin:
-            spin(hold_s)
-        enqueued_from = time.perf_counter()
-        start.record()
-        for _ in range(repeat):
-            fn()
-        late += spin is not None and time.perf_counter() - enqueued_from > hold_s
-        stop.record()
-        stop.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / repeat)
-    _warn_if_late(late, samples, hold_s, "benchmark")
-    return Timing(tuple(out), late)
+    with GpuMonitor() as gpu:
+        for _ in range(samples):
+            while True:
+                if flush:
+                    flush()
+                elapsed, was_late = _held_sample(fn, repeat, spin, holds[-1], start, stop)
+                if not was_late or holds[-1] >= HOLD_CEILING_S:
+                    break
+                holds.append(min(2 * holds[-1], HOLD_CEILING_S))
+            late += was_late
+            out.append(elapsed)
+    _warn_if_late(late, samples, holds[-1], "benchmark")
+    timing = Timing(tuple(out), late, gpu.summary())
+    return check_reference(timing, fn, lambda: benchmark(fn, samples, warmup, repeat, flush_l2, hold)) \
+        if reference else timing
+
+
+def _held_sample(fn, calls: int, spin, hold_s: float, start, stop) -> tuple[float, bool]:
+    """One sample: hold the GPU, record the start event, enqueue ``calls`` calls, record the stop event.
+    Returns seconds per call and whether the host was still enqueuing when the hold ran out."""
+    import cupy
+
+    if spin:
+        spin(hold_s)
+    enqueued_from = time.perf_counter()
+    start.record()
+    for _ in range(calls):
+        fn()
+    late = spin is not None and time.perf_counter() - enqueued_from > hold_s
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / calls, late
 
 
 def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30, warmup: int = 3,
-                          hold: bool = True) -> list[Timing]:
+                          hold: bool = True, references: Sequence[int] = ()) -> list[Timing]:
     """Time several functions call by call in turn (A, B, C, A, B, C, ...), one Timing each.
 
     For ratios between them: a GPU at its power cap moves its clock with temperature, and
     timing one function's samples after another's would credit the first with a cooler chip.
-    Each call is held as in ``benchmark``.
+    Each call is held as in ``benchmark``. ``references``: the indices of library calls, each then
+    checked against the second protocol (``check_reference``).
     """
     progress.step(f"timing {len(fns)} calls in turn, {samples} samples each")
     _check_samples(samples)
@@ -187,20 +227,68 @@ def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     out: list[list[float]] = [[] for _ in fns]
     late = [0] * len(fns)
-    for _ in range(samples):
-        for i, (fn, hold_s, times) in enumerate(zip(fns, holds, out)):
-            if spin:
-                spin(hold_s)
-            enqueued_from = time.perf_counter()
-            start.record()
-            fn()
-            late[i] += spin is not None and time.perf_counter() - enqueued_from > hold_s
-            stop.record()
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3)
+    with GpuMonitor() as gpu:
+        for _ in range(samples):
+            for i, fn in enumerate(fns):
+                while True:
+                    elapsed, was_late = _held_sample(fn, 1, spin, holds[i], start, stop)
+                    if not was_late or holds[i] >= HOLD_CEILING_S:
+                        break
+                    holds[i] = min(2 * holds[i], HOLD_CEILING_S)
+                late[i] += was_late
+                out[i].append(elapsed)
     for i, (n_late, hold_s) in enumerate(zip(late, holds)):
         _warn_if_late(n_late, samples, hold_s, f"benchmark_interleaved, call {i + 1} of {len(fns)}")
-    return [Timing(tuple(times), n_late) for times, n_late in zip(out, late)]
+    timings = [Timing(tuple(times), n_late, gpu.summary()) for times, n_late in zip(out, late)]
+    for i in references:
+        timings[i] = check_reference(timings[i], fns[i], lambda i=i: benchmark(fns[i], samples, warmup, hold=hold))
+    return timings
+
+
+def benchmark_blocks(fns: Sequence[Callable[[], object]], samples: int = 10, calls: int = BLOCK_CALLS,
+                     hold_s: float = BLOCK_HOLD_S) -> list[Timing]:
+    """The second protocol: for each sample, each function in turn runs ``calls`` times back to back
+    between one pair of events, after a GPU hold of ``hold_s``; a sample is the pair's time over
+    ``calls``. It shares nothing with ``benchmark``'s per-call hold, so a reference measured alike by
+    both is not an artefact of either."""
+    import cupy
+
+    for fn in fns:
+        _warm_up(fn, 2)
+    spin, start, stop = GpuHold(), cupy.cuda.Event(), cupy.cuda.Event()
+    out: list[list[float]] = [[] for _ in fns]
+    late = [0] * len(fns)
+    with GpuMonitor() as gpu:
+        for _ in range(samples):
+            for i, fn in enumerate(fns):
+                elapsed, was_late = _held_sample(fn, calls, spin, hold_s, start, stop)
+                late[i] += was_late
+                out[i].append(elapsed)
+    return [Timing(tuple(times), n_late, gpu.summary()) for times, n_late in zip(out, late)]
+
+
+def check_reference(timing: Timing, fn: Callable[[], object], measure_again: Callable[[], Timing]) -> Timing:
+    """``timing`` of a library call, checked by the second protocol. If the two medians disagree by more
+    than ``PROTOCOL_TOLERANCE``, both are measured again (the harness by ``measure_again``). If they
+    then agree, the first harness timing was the outlier and the second one is kept; if they still
+    disagree, the first one (taken in turn with the course's kernels) is kept, flagged.
+    ``Timing.second`` records every attempt."""
+    first, attempts = timing, []
+    for attempt in range(2):
+        blocks = benchmark_blocks([fn])[0]
+        ratio = timing.median_s / blocks.median_s
+        attempts.append({"harness_median_s": timing.median_s, "blocks_median_s": blocks.median_s,
+                         "ratio": ratio})
+        agree = abs(ratio - 1) <= PROTOCOL_TOLERANCE
+        if agree or attempt == 1:
+            break
+        timing = measure_again()
+    if not agree:
+        timing, ratio = first, attempts[0]["ratio"]
+    second = {"protocol": f"blocks of {BLOCK_CALLS} back-to-back calls after a {BLOCK_HOLD_S * 1e3:.0f} ms hold",
+              "samples_s": list(blocks.samples_s), "late_samples": blocks.late_samples, "gpu": blocks.gpu,
+              "ratio": ratio, "agree": agree, "tolerance": PROTOCOL_TOLERANCE, "attempts": attempts}
+    return replace(timing, second=second)
 
 
 def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> Timing:
@@ -227,14 +315,15 @@ def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> 
         spin, hold_s = GpuHold(), hold_seconds(enqueue, 1)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         out = []
-        for _ in range(samples):
-            spin(hold_s)
-            start.record()
-            graph.launch()
-            stop.record()
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / calls)
-    return Timing(tuple(out))
+        with GpuMonitor() as gpu:
+            for _ in range(samples):
+                spin(hold_s)
+                start.record()
+                graph.launch()
+                stop.record()
+                stop.synchronize()
+                out.append(cupy.cuda.get_elapsed_time(start, stop) * 1e-3 / calls)
+    return Timing(tuple(out), gpu=gpu.summary())
 
 
 def host_timed(fn: Callable[[], object], samples: int = 30, synchronize: bool = False) -> Timing:

@@ -102,7 +102,7 @@ def latency(l1_footprints: list[int], l2_footprints: list[int], samples: int) ->
             t = benchmark(lambda: run_chase(kernel, chain, hops, cursor), samples)
             cases.append(require_passed(Case(
                 f"{kernel}, {fp} B", {"kernel": kernel, "footprint_bytes": fp}, f"{FAMILY}.{kernel}",
-                list(t.samples_s), 0.0, float(hops * 4), check,
+                t, 0.0, float(hops * 4), check,
                 launch_record((1,), (1,), cuda.resources(FAMILY, kernel)),
                 extra={"hops": hops, "latency_ns": t.median_s / hops * 1e9})))
     return cases
@@ -184,7 +184,7 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
     times = benchmark_interleaved(calls, samples)
     nbytes = 4.0 * elements
     cases = [require_passed(Case("copy (course copy_vec4)", {"kernel": "copy_vec4"}, "elementwise.copy_vec4",
-                                 list(times[0].samples_s), 0.0, 2 * nbytes, copy_check,
+                                 times[0], 0.0, 2 * nbytes, copy_check,
                                  launch_record(copy_grid, copy_block, cuda.resources("elementwise", "copy_vec4"))))]
     bud = occupancy.budget_from_device(info)
     for v, check, t in zip(variants, checks, times[1:]):
@@ -196,7 +196,7 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
             raise AssertionError(f"{kernel} at {b} blocks per SM: only {resident.resident_blocks} fit")
         name = f"{kernel}, {b} block{'s' * (b > 1)}/SM" + (f", {s} stage{'s' * (s > 1)}" if s else "")
         cases.append(require_passed(Case(
-            name, dict(v), f"{FAMILY}.{kernel}", list(t.samples_s), 2.0 * elements, nbytes, check,
+            name, dict(v), f"{FAMILY}.{kernel}", t, 2.0 * elements, nbytes, check,
             launch_record((b * sms,), (THREADS,), res, smem),
             extra={"resident_warps_per_sm": b * THREADS // 32, "model_occupancy": b * THREADS / bud.max_threads_per_sm,
                    "max_bytes_in_flight_per_sm": max_bytes_in_flight(kernel, b, s)})))
@@ -263,15 +263,16 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
                 checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
                 variants.append((s, engine, held, request, res, grid, block))
                 calls.append(call)
-    times = benchmark_interleaved(calls, samples)
+    times = benchmark_interleaved(calls, samples, references=[0])
     flop, nbytes = 2.0 * n ** 3, 6.0 * n * n
     cases = [Case("cuBLAS bf16", {"stages": None, "copies": "cublas", "blocks_per_sm": None},
-                  "cublas bf16 (torch.mm)", list(times[0].samples_s), flop, nbytes,
-                  check_close(ref, ref, "itself (the reference)", 0.0))]
+                  "cublas bf16 (torch.mm)", times[0], flop, nbytes,
+                  check_close(ref, ref, "itself (the reference)", 0.0),
+                  extra={"kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb))})]
     for (s, engine, held, request, res, grid, block), check, t in zip(variants, checks, times[1:]):
         cases.append(require_passed(Case(
             f"bf16_gemm_mma ({engine}), {s} stage{'s' * (s > 1)}, {held} block{'s' * (held > 1)}/SM",
-            {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{KERNEL}", list(t.samples_s),
+            {"stages": s, "copies": engine, "blocks_per_sm": held}, f"{BF16}.{KERNEL}", t,
             flop, nbytes, check, launch_record(grid, block, res, request),
             extra={"k_tiles": -(-n // 64), "output_tiles": grid[0], "stage_bytes": (128 * 64 + 64 * 128) * 2})))
 
@@ -360,7 +361,7 @@ def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> 
         label = SERIAL if late else f"{s} stage{'s' * (s > 1)}"
         cases.append(require_passed(Case(
             f"specialized, {label}" + (", traced" if traced else ""),
-            {"plan": label, "stages": s, "traced": traced}, f"{FAMILY}.stream_specialized", list(t.samples_s),
+            {"plan": label, "stages": s, "traced": traced}, f"{FAMILY}.stream_specialized", t,
             2.0 * work * elements, 4.0 * elements, check,
             launch_record((sms,), (32 * (SPEC_WARPS + int(traced)),), res, s * SPEC_TILE_BYTES), extra=extra)))
     return cases
@@ -465,7 +466,7 @@ def _fence_case(name, params, kernel, timing, flop, nbytes, outcomes) -> Case:
     ok = outcomes[True]
     check = {"reference": ok["reference"], "max_abs_err": ok["worst_abs_err"], "tolerance": ok["tolerance"],
              "passed": ok["wrong_runs"] == 0}
-    return Case(name, params, kernel, list(timing.samples_s), flop, nbytes, check,
+    return Case(name, params, kernel, timing, flop, nbytes, check,
                 extra={"with the fence": outcomes[True], "without the fence": outcomes[False],
                        "timed": "the kernel with the fence"})
 

@@ -153,7 +153,7 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
         check = check_close(out.reshape(rows, cols), want, "float64 RMSNorm", 1e-5, 1e-6)
         t = benchmark(lambda: launch(fn, per_block, out, x, w, rows, cols), samples, flush_l2=True)
         grid = (-(-rows // per_block),)
-        cases.append(require_passed(Case(f"{label}, {rows}×{cols}", params, f"capstone.{label}", list(t.samples_s),
+        cases.append(require_passed(Case(f"{label}, {rows}×{cols}", params, f"capstone.{label}", t,
                                          3 * n, 2 * n * 4 + cols * 4, check,
                                          launch_record(grid, (MYSTERY_THREADS,), res),
                                          extra={"stack_frame_bytes": res.stack_frame_bytes,
@@ -161,13 +161,13 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
     fn, res, per_block = compiled(AS_GIVEN)
     host = host_timed(lambda: launch(fn, per_block, out, x, w, rows, cols), samples)
     cases.append(Case(f"{AS_GIVEN}, host timer without synchronize, {rows}×{cols}", params, f"capstone.{AS_GIVEN}",
-                      list(host.samples_s), 3 * n, 2 * n * 4 + cols * 4, cases[0].check, cases[0].launch,
+                      host, 3 * n, 2 * n * 4 + cols * 4, cases[0].check, cases[0].launch,
                       timer="host perf_counter, no synchronize"))
     y = out.reshape(rows, cols)
     run_rmsnorm(y, x.reshape(rows, cols), w)
     t = benchmark(lambda: run_rmsnorm(y, x.reshape(rows, cols), w), samples, flush_l2=True)
     cases.append(require_passed(Case(f"course rmsnorm_one_pass, {rows}×{cols}", params, "fusion.rmsnorm_one_pass",
-                                     list(t.samples_s), 3 * n, 2 * n * 4 + cols * 4,
+                                     t, 3 * n, 2 * n * 4 + cols * 4,
                                      check_close(y, want, "float64 RMSNorm", 1e-5, 1e-6))))
     grid, block = elementwise_launch("copy_vec4", n)
     copy = cuda.kernel("elementwise", "copy_vec4")
@@ -175,7 +175,7 @@ def mystery(shape: list[int], edge_rows: int, sanitize_shape: list[int], samples
     check = check_close(out, x[:n], "source array", 0.0)
     t = benchmark(lambda: copy(grid, block, (out, x, cupy.int64(n))), samples, flush_l2=True)
     cases.append(require_passed(Case(f"copy (course copy_vec4), {rows}×{cols}", params, "elementwise.copy_vec4",
-                                     list(t.samples_s), 0, 2 * n * 4, check)))
+                                     t, 0, 2 * n * 4, check)))
 
     by_label = {c.kernel.removeprefix("capstone."): c for c in cases[:len(labels)]}
     by_label[NO_GUARD].extra["rows a multiple of the block"] = overrun(NO_GUARD, rows, cols)

@@ -79,7 +79,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
         ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
         tol = fp32_tolerance(n)
         check = check_close(cupy.asarray(torch.mm(ta, tb)), ref, "float64 matmul (cuBLAS dgemm)", tol)
-        t = benchmark(lambda: torch.mm(ta, tb), samples, warmup=warmup)
+        t = benchmark(lambda: torch.mm(ta, tb), samples, warmup=warmup, reference=True)
         skipped = []
         for kernel in kernels:
             fn = cuda.kernel(FP32, kernel)
@@ -100,12 +100,12 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
             last[kernel] = (n, timing.median_s)
             grid, block = fp32_geometry(kernel, n, n)
             cases.append(require_passed(Case(
-                f"{kernel}, n={n}", {"sizes": n, "kernels": kernel}, f"{FP32}.{kernel}", list(timing.samples_s),
+                f"{kernel}, n={n}", {"sizes": n, "kernels": kernel}, f"{FP32}.{kernel}", timing,
                 2.0 * n ** 3, 4.0 * 3 * n * n, kcheck, kernel_launch_record(grid, block, FP32, kernel))))
         cases.append(require_passed(Case(
-            f"cuBLAS fp32, n={n}", {"sizes": n}, "cublas sgemm (torch.mm, TF32 off)", list(t.samples_s),
+            f"cuBLAS fp32, n={n}", {"sizes": n}, "cublas sgemm (torch.mm, TF32 off)", t,
             2.0 * n ** 3, 4.0 * 3 * n * n, check,
-            extra={"not_measured": skipped,
+            extra={"kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb)), "not_measured": skipped,
                    "why_not_measured": f"predicted {samples + warmup} calls > {case_budget_s} s budget per case"})))
         del a, b, c, ta, tb, ref
     return cases
@@ -142,18 +142,18 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
         calls = [lambda: torch.mm(ta, tb)] + [lambda e=e: run_bf16(a, b, c, fn, copies=e) for e in engines]
         # Each timed call is held (timing.benchmark_interleaved): no host-side launch time (torch's
         # dispatch, the tensor-map lookup) is timed.
-        t_lib, *t_engines = benchmark_interleaved(calls, samples)
+        t_lib, *t_engines = benchmark_interleaved(calls, samples, references=[0])
         grid, block, smem = bf16_geometry(n, n)
         flop, nbytes = 2.0 * n ** 3, 2.0 * 3 * n * n
         cases.append(require_passed(Case(
-            f"cuBLAS bf16, n={n}", {"sizes": n}, "cublas bf16 (torch.mm)", list(t_lib.samples_s), flop, nbytes,
+            f"cuBLAS bf16, n={n}", {"sizes": n}, "cublas bf16 (torch.mm)", t_lib, flop, nbytes,
             check_close(ref, exact, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
-            extra={"max_abs_err_vs_float64": lib_err})))
+            extra={"max_abs_err_vs_float64": lib_err, "kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb))})))
         for engine, t in zip(engines, t_engines):
             check, err64 = checks[engine]
             cases.append(require_passed(Case(
                 f"bf16_gemm_mma ({engine}), n={n}", {"sizes": n, "copies": engine}, f"{BF16}.bf16_gemm_mma",
-                list(t.samples_s), flop, nbytes, check, kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem),
+                t, flop, nbytes, check, kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem),
                 extra={"max_abs_err_vs_float64": err64, "defines": macro_defaults(BF16), "copies": engine,
                        "timing": "interleaved call by call with cuBLAS and the other copy engine"})))
         del a, b, c, ta, tb, lib, exact
@@ -190,7 +190,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
             grid, block = fp32_geometry(kernel, m, n)
             cases.append(require_passed(Case(
                 f"{kernel}, {m}x{n}x{k}", {"shapes": [m, n, k], "kernel": kernel}, f"{FP32}.{kernel}",
-                list(t.samples_s), 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n), check,
+                t, 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n), check,
                 kernel_launch_record(grid, block, FP32, kernel))))
         if bf16_ok:
             fn = bf16_function()
@@ -207,7 +207,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
                 name = f"bf16_gemm_mma ({engine})"
                 cases.append(require_passed(Case(
                     f"{name}, {m}x{n}x{k}", {"shapes": [m, n, k], "kernel": name},
-                    f"{BF16}.bf16_gemm_mma", list(t.samples_s), 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n),
+                    f"{BF16}.bf16_gemm_mma", t, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n),
                     check, kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem), extra={"copies": engine})))
     return cases
 
@@ -489,7 +489,7 @@ def profile(n: int, kernels: list[str], bf16: list[list], samples: int) -> list[
             grid, block = fp32_geometry(v["kernel"], size, size)
             launch, label, bytes_per = kernel_launch_record(grid, block, FP32, v["kernel"]), v["kernel"], 4
         cases.append(require_passed(Case(
-            f"{label}, n={size}", v, f"{BF16 if bf else FP32}.{v['kernel']}", list(t.samples_s), 2.0 * size ** 3,
+            f"{label}, n={size}", v, f"{BF16 if bf else FP32}.{v['kernel']}", t, 2.0 * size ** 3,
             3.0 * bytes_per * size * size, check, launch, extra={"element_bytes": bytes_per, "n": size})))
     profiler.attach_profiles(cases, Target(profile_launches, (variants,)), METRICS, "^(sgemm_.*|bf16_gemm_mma)$",
                              [v["kernel"] for v in variants], timeout_s=480)

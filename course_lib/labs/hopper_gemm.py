@@ -59,6 +59,13 @@ def gemm_work(m: int, n: int, k: int) -> tuple[float, float]:
 
 # --------------------------------------------------------------------------- experiments
 
+def cublas_kernels(ta, tb) -> list[str]:
+    """The kernels cuBLAS launches for ``torch.mm(ta, tb.t())``: which of its GEMMs the figures are against."""
+    import torch
+
+    return profiler.kernels_launched(lambda: torch.mm(ta, tb.t()))
+
+
 def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples: int):
     """Each variant (kernel, defines, shared bytes at least) run once and checked against cuBLAS's
     result ``ref``, then all timed call by call in turn with cuBLAS: (cuBLAS's timing,
@@ -73,7 +80,7 @@ def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples:
         checks[name] = check_close(bf16_bits_to_float32(outs[name]), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel())
     calls = [lambda: torch.mm(ta, tb.t())] + [
         lambda v=v, name=name: run(v[0], a, b, outs[name], v[1], smem_bytes_at_least=v[2]) for name, v in variants.items()]
-    t_lib, *times = benchmark_interleaved(calls, samples)
+    t_lib, *times = benchmark_interleaved(calls, samples, references=[0])
     return t_lib, {name: (t, checks[name]) for name, t in zip(variants, times)}
 
 
@@ -83,7 +90,7 @@ LADDER_SHAPES = [[2048, 2048, 2048], [4096, 4096, 4096], [8192, 8192, 8192], [20
 @experiment("hopper.ladder",
             "The rungs of the Hopper GEMM beside cuBLAS bf16 (torch.mm(a, b.t()), the same K-major "
             "problem), each checked against cuBLAS, all timed call by call in turn in one run.",
-            shapes=LADDER_SHAPES, samples=30)
+            record_runs=3, shapes=LADDER_SHAPES, samples=30)
 def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
     import torch
 
@@ -97,13 +104,14 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
         (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
         exact = torch.mm(ta.double(), tb.double().t())
         cases.append(require_passed(Case(
-            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
-            flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()))))
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", t_lib,
+            flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
+            extra={"kernels": cublas_kernels(ta, tb)})))
         for r in RUNGS:
             t, check = timed[r.kernel]
             cases.append(require_passed(Case(
                 f"{r.kernel}, {label}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), flop, nbytes, check, launch_entry(r, m, n),
+                t, flop, nbytes, check, launch_entry(r, m, n),
                 extra={"defines": hg_macros(), "timing": "interleaved call by call with cuBLAS and the other rungs"})))
         del a, b, ta, tb, lib, ref, timed, exact
     return cases
@@ -140,7 +148,7 @@ def edges(shapes: list[list[int]], samples: int) -> list[Case]:
             t = benchmark(lambda: run(r, a, b, c), samples, warmup=1)
             cases.append(require_passed(Case(
                 f"{r.kernel}, {shape_label(m, n, k)}", {"shapes": [m, n, k], "kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                list(t.samples_s), *gemm_work(m, n, k), check, launch_entry(r, m, n))))
+                t, *gemm_work(m, n, k), check, launch_entry(r, m, n))))
     return cases
 
 
@@ -191,7 +199,7 @@ def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: 
             res = cuda.compile_family(FAMILY, ARCH, defines_to_options(defines)).resources["wgmma_ceiling"]
             cases.append(require_passed(Case(
                 f"wgmma m64n{n}k16, A from {a_from}", {"shapes": n, "a_from": a_from}, f"{FAMILY}.wgmma_ceiling",
-                list(t.samples_s), ceiling_flop("wgmma", n, sms, threads, iters), 0.0, check,
+                t, ceiling_flop("wgmma", n, sms, threads, iters), 0.0, check,
                 launch_record((sms,), (threads,), res, smem), extra={"defines": defines})))
     fn = kernel_function("mma_sync_ceiling")
     blocks, threads = sms * mma_blocks_per_sm, 256
@@ -202,7 +210,7 @@ def ceilings(shapes: list[int], warpgroups: int, iters: int, mma_blocks_per_sm: 
                         "the sum the operands give exactly", 0.0)
     t = benchmark(call, samples, warmup=2)
     cases.append(require_passed(Case(
-        "mma.sync m16n8k16, registers", {"shapes": "mma.sync"}, f"{FAMILY}.mma_sync_ceiling", list(t.samples_s),
+        "mma.sync m16n8k16, registers", {"shapes": "mma.sync"}, f"{FAMILY}.mma_sync_ceiling", t,
         ceiling_flop("mma.sync", 0, blocks, threads, iters), 0.0, check,
         launch_record((blocks,), (threads,), cuda.compile_family(FAMILY, ARCH).resources["mma_sync_ceiling"]))))
     return cases
@@ -250,15 +258,16 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         t_lib, timed = _timed_beside_cublas({v: ABLATIONS[v][:3] for v in variants}, a, b, ta, tb, ref, samples)
         (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
         cases.append(require_passed(Case(
-            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", list(t_lib.samples_s),
-            flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0))))
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", t_lib,
+            flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0),
+            extra={"kernels": cublas_kernels(ta, tb)})))
         for name in variants:
             kernel, defines, smem, _ = ABLATIONS[name]
             t, check = timed[name]
             launch = launch_entry(rung(kernel), m, n, defines)
             launch["dynamic_smem_bytes"] = max(launch["dynamic_smem_bytes"], smem)
             cases.append(require_passed(Case(
-                f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", list(t.samples_s),
+                f"{name}, {label}", {"shapes": [m, n, k], "variant": name}, f"{FAMILY}.{kernel}", t,
                 flop, nbytes, check, launch, extra={"defines": defines})))
         del a, b, ta, tb, ref, timed
     return cases
@@ -308,11 +317,12 @@ def profile(shape: list[int], samples: int) -> list[Case]:
     t_lib, timed = _timed_beside_cublas({r.kernel: (r.kernel, {}, 0) for r in RUNGS}, a, b, ta, tb, ref, samples)
     (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
     cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
-                  list(t_lib.samples_s), flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0))]
+                  t_lib, flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0),
+                  extra={"kernels": cublas_kernels(ta, tb)})]
     for r in RUNGS:
         t, check = timed[r.kernel]
         cases.append(require_passed(Case(
-            f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", list(t.samples_s), flop, nbytes,
+            f"{r.kernel}, {label}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}", t, flop, nbytes,
             check, launch_entry(r, m, n))))
     try:
         profiles = profiler.ncu_metrics(Target(profile_launches, (m, n, k)), PROFILE_METRICS, CUBLAS_AND_RUNGS)
@@ -440,7 +450,7 @@ def pitfalls(shape: list[int], trials: int, samples: int) -> list[Case]:
         "racecheck_release_before_wait": sanitizer_summary(Target(release_before_wait_launch)),
     }
     return [require_passed(Case(f"{r.kernel}, {shape_label(m, n, k)}", {"kernel": r.kernel}, f"{FAMILY}.{r.kernel}",
-                                list(t.samples_s), *gemm_work(m, n, k), check,
+                                t, *gemm_work(m, n, k), check,
                                 launch_entry(r, m, n), extra=extra))]
 
 

@@ -188,7 +188,7 @@ def api_agreement(seed: int, register_caps: list[int], configs_per_cap: int, sam
         res = ptxas[name]
         cases.append(require_passed(Case(
             f"__maxnreg__({cap})", {"register_caps": cap}, f"occupancy.accumulate_body<{accs}> __maxnreg__({cap})",
-            list(t.samples_s), 2.0 * accs * k * n, 4.0 * (k + 1) * n, check, launch_record(grid, block, res),
+            t, 2.0 * accs * k * n, 4.0 * (k + 1) * n, check, launch_record(grid, block, res),
             extra={"configs": rows, "ptxas_registers": res.registers, "spill_store_bytes": res.spill_store_bytes})))
     cases.append(_course_kernels_case(b, query, samples))
     return cases

@@ -62,7 +62,7 @@ def block_order(m: int, n: int, block_m: int, block_n: int, spin_ns: int, launch
     name = f"{grid.blocks} blocks ({grid.tiles_m}×{grid.tiles_n}) of {block_m}×{block_n} tiles, {m}×{n} output"
     return [require_passed(Case(
         name, {"m": m, "n": n, "block_m": block_m, "block_n": block_n}, "warps.tile_owner_order",
-        list(t.samples_s), 0, 4.0 * m * n, check, kernel_launch_record(g, blk, "warps", "tile_owner_order"),
+        t, 0, 4.0 * m * n, check, kernel_launch_record(g, blk, "warps", "tile_owner_order"),
         extra={"grid": [grid.tiles_m, grid.tiles_n], "sm_count": info.sm_count, "spin_ns": spin_ns,
                "runs": runs}))]
 
@@ -85,7 +85,7 @@ def divergence(n: int, iters: int, modes: list[str], samples: int) -> list[Case]
         t = benchmark(run, samples)
         working = int((paths >= 0).sum())
         cases.append(require_passed(Case(
-            label, {"modes": label}, "warps.divergence", list(t.samples_s), 2.0 * iters * working, 8.0 * n,
+            label, {"modes": label}, "warps.divergence", t, 2.0 * iters * working, 8.0 * n,
             check, kernel_launch_record(grid, block, "warps", "divergence"),
             extra={"mode": mode.mode, "iters": iters, "threads_working": working,
                    "predicted_factor": lg.divergence_factor(mode),

@@ -91,16 +91,17 @@ def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str
         check = _check(c, ref_c, "float64 matmul of the same bf16 inputs")
         lib_check = check_close(cupy.asarray(lib.float()), ref_c, "float64 matmul of the same bf16 inputs",
                                 bf16_tolerance_rel())
-        t_lib, t_course = benchmark_interleaved([lambda: torch.mm(ta, tb), lambda: run_variant(a, b, c)], samples)
+        t_lib, t_course = benchmark_interleaved([lambda: torch.mm(ta, tb), lambda: run_variant(a, b, c)], samples,
+                                                 references=[0])
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         params = {sweep_key: {"n_sweep": n, "m_sweep": m}[sweep_key]}
         grid, block, smem = bf16_geometry(m, n)
         res = PLAIN.family().resources[KERNEL]
         cases.append(require_passed(Case(
-            f"cuBLAS {m}x{n}x{k}", params | {"kernel": "cublas"}, "cublas bf16 (torch.mm)", list(t_lib.samples_s),
+            f"cuBLAS {m}x{n}x{k}", params | {"kernel": "cublas"}, "cublas bf16 (torch.mm)", t_lib,
             flop, nbytes, lib_check, extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
         cases.append(require_passed(Case(
-            f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(PLAIN), list(t_course.samples_s),
+            f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(PLAIN), t_course,
             flop, nbytes, check, launch_record(grid, block, res, smem),
             extra=_model_extra(m, n, k, info.sm_count, resident))))
     return cases
@@ -122,7 +123,7 @@ def profile_launches(m: int, k: int, ns: list[int]) -> None:
 
 @experiment("waves.n_sweep",
             "The course's bf16 GEMM (fixed 128x128 tile) and cuBLAS, N swept finely at M = K fixed: the sawtooth.",
-            m=4096, k=4096, n_first=1024, n_last=4608, n_step=64, samples=20,
+            record_runs=3, m=4096, k=4096, n_first=1024, n_last=4608, n_step=64, samples=20,
             profiled_ns=[1024, 1088, 2112, 2176, 3136, 3200, 4224, 4288])
 def n_sweep(m: int, k: int, n_first: int, n_last: int, n_step: int, samples: int, profiled_ns: list[int]) -> list[Case]:
     cases = _pair_cases([(m, n, k) for n in range(n_first, n_last + 1, n_step)], samples, "n_sweep")
@@ -216,12 +217,12 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
             run_variant(a, b, c, variant, **kw)
             checks.append(_check(c, ref, "float64 matmul of the same bf16 inputs"))
             calls.append(lambda v=variant, kw=kw: run_variant(a, b, c, v, **kw))
-        t_lib, *times = benchmark_interleaved(calls, samples)
+        t_lib, *times = benchmark_interleaved(calls, samples, references=[0])
         flop, nbytes = 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n)
         lib = torch.mm(ta, tb)
         cases.append(require_passed(Case(
             f"{remedy}: cuBLAS", {"remedy": remedy, "variant": "cublas"}, "cublas bf16 (torch.mm)",
-            list(t_lib.samples_s), flop, nbytes,
+            t_lib, flop, nbytes,
             check_close(cupy.asarray(lib.float()), ref, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
             extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
         for (label, variant, kw), t, check in zip(variants, times, checks):
@@ -236,7 +237,7 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
                 extra["placement"] = placement(extra["grid_blocks"], block[0], smem)
             cases.append(require_passed(Case(
                 f"{remedy}: {label}", {"remedy": remedy, "variant": label}, variant_name(variant),
-                list(t.samples_s), flop, nbytes + extra["partial_bytes"], check,
+                t, flop, nbytes + extra["partial_bytes"], check,
                 launch_record((extra["grid_blocks"] if "grid_blocks" in kw else grid[0], split), block, res, smem),
                 extra=extra)))
     return cases

@@ -35,7 +35,7 @@ def copy_bandwidth(n_bytes: int, samples: int) -> list[Case]:
 
     memcpy()
     cases.append(Case("CuPy device-to-device copy", {"n_bytes": n_bytes}, "cudaMemcpyAsync (CuPy)",
-                      list(benchmark(memcpy, samples, flush_l2=True).samples_s), 0, 2 * a.nbytes,
+                      benchmark(memcpy, samples, flush_l2=True, reference=True), 0, 2 * a.nbytes,
                       check_close(out, a, "source array", 0.0)))
     for kernel, inputs, ref, ops in (
         ("copy", (a,), a, 0), ("copy_vec4", (a,), a, 0),
@@ -50,7 +50,7 @@ def copy_bandwidth(n_bytes: int, samples: int) -> list[Case]:
         check = check_close(out, reference, "CuPy elementwise" if ref is None else "source array", 0.0)
         t = benchmark(lambda: fn(grid, block, args), samples, flush_l2=True)
         cases.append(require_passed(Case(
-            f"course {kernel}", {"n_bytes": n_bytes}, f"elementwise.{kernel}", list(t.samples_s),
+            f"course {kernel}", {"n_bytes": n_bytes}, f"elementwise.{kernel}", t,
             ops * n, (len(inputs) + 1) * a.nbytes, check, kernel_launch_record(grid, block, "elementwise", kernel))))
     return cases
 
@@ -101,7 +101,7 @@ def measuring_correctly(sizes: list[int], samples: int, calls_per_sample: int, c
             (f"CUDA graph of {many} calls", f"cuda-events around one replay of a {many}-call CUDA graph, "
              "GPU held; per call", benchmark_graph(call, many, samples)),
         ):
-            cases.append(require_passed(Case(f"{label}, n={n}", {"sizes": n}, samples_s=list(t.samples_s),
+            cases.append(require_passed(Case(f"{label}, n={n}", {"sizes": n}, samples_s=t,
                                               timer=timer, **common)))
     # The first call of a kernel pays for compiling it: NVRTC, then loading the module.
     n = sizes[-1]

@@ -6,6 +6,7 @@ from course_lib.core.hardware import BYTES_PER_ELEMENT, detect
 from course_lib.core.timing import benchmark, host_timed
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import check_close, require_passed
+from course_lib.measure.profiler import kernels_launched
 
 MATMUL_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
@@ -47,7 +48,7 @@ def matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, ba
     got = fn()
     check = check_close(cupy.asarray(got.double()), cupy.asarray(ref), "float64 matmul (cuBLAS)",
                          MATMUL_RTOL[dtype] * max(1.0, k / 1024))
-    t = benchmark(fn, samples, repeat=repeat)
+    t = benchmark(fn, samples, repeat=repeat, reference=True)
     # What the host needs to dispatch one call: a call whose GPU time is shorter is launch-bound
     # when it is issued one at a time.
     host = host_timed(fn, samples)
@@ -57,10 +58,10 @@ def matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, ba
     kernel = {"fp8": "cublasLt fp8 (torch._scaled_mm)"}.get(dtype, f"cublas {dtype} (torch.{'bmm' if batch else 'mm'})")
     torch.backends.cuda.matmul.allow_tf32 = False
     return require_passed(Case(
-        label, params or {"dtype": dtype, "n": n}, kernel, list(t.samples_s), nb * 2.0 * m * n * k,
+        label, params or {"dtype": dtype, "n": n}, kernel, t, nb * 2.0 * m * n * k,
         nb * (b_in * (m * k + k * n) + b_out * m * n), check,
         extra={"repeat": repeat, "tf32": dtype == "tf32", "shape": [nb, m, n, k],
-               "host_dispatch_median_s": host.median_s}))
+               "host_dispatch_median_s": host.median_s, "kernels": kernels_launched(fn)}))
 
 
 def supported_dtypes(dtypes: list[str]) -> list[str]:

@@ -6,6 +6,11 @@ A notebook's claims live next to it, in ``notebooks/claims/NN_name.py``, as a li
   cell) state ``quantity(result)`` of ``experiment``; it must lie in ``within`` (the tolerance the
   words imply: "about 90%" is (0.85, 0.95)). ``quantity`` may return a tuple, one value per range in
   ``within`` ("from about 4x to about 11x" is two).
+  With several experiments (a tuple), ``quantity`` takes one result of each, from the same run.
+  Against the record it must hold in every recorded run (headline experiments are recorded three
+  times), so a figure that moves between runs has to be written as the range it takes.
+- ``Recorded(...)``: the same, for a figure the notebook shows from the record even live (a
+  catalogue's evidence): checked against the recorded runs only.
 - ``Analytic(text, value, within)``: a model's output, ``value()``, stated in words.
 - ``Given(text, why)``: a number that is no measurement and no model output: a datasheet value
   with its source, an input the reader is told to use. ``why`` says which.
@@ -41,11 +46,17 @@ Range = tuple[float, float]
 @dataclass(frozen=True)
 class Measured:
     text: str
-    experiment: str
-    quantity: Callable[[Result], Union[float, tuple]]
+    experiment: Union[str, tuple[str, ...]]   # several: ``quantity`` takes one result of each, same run
+    quantity: Callable[..., Union[float, tuple]]
     within: Union[Range, list[Range]]
     params: dict = field(default_factory=dict)   # which run of the experiment, where it ran with several
     unit: str = ""                               # how the value is shown in a failure: "%", "µs", "x", ""
+
+
+@dataclass(frozen=True)
+class Recorded(Measured):
+    """A measured figure the notebook shows from the record even when it runs live (a catalogue's
+    evidence, a reconciliation table): checked against every recorded run, not against the live one."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class Given:
     why: str
 
 
-Claim = Union[Measured, Analytic, Given]
+Claim = Union[Measured, Recorded, Analytic, Given]
 
 
 @dataclass(frozen=True)
@@ -162,15 +173,17 @@ class RunLookup:
         self._results = notebook_results(nb) if source == "notebook" else []
         self._cache: dict = {}
 
-    def get(self, experiment: str, params: dict) -> Result:
+    def get(self, experiment: str, params: dict) -> list[Result]:
+        """The run's result of ``experiment``: every recorded run of it (``Result.runs``) for the
+        record, so a figure that moves between runs must hold in each; the one live run otherwise."""
         if self.source == "record":
             key = (experiment, json.dumps(params, sort_keys=True))
             if key not in self._cache:
                 self._cache[key] = experiments.replay(experiment, experiments.resolve_params(experiment, **params))
-            return self._cache[key]
+            return self._cache[key].runs()
         for r in self._results:
             if _params_match(r, experiment, params):
-                return r
+                return [r]
         raise LookupError(f"the live run committed with this notebook has no result of {experiment}"
                           f"{' ' + str(params) if params else ''}; run it on a GPU (make gpu-test)")
 
@@ -213,15 +226,25 @@ def check(stem: str, nb, sources: Iterable[str] = ("record", "notebook")) -> lis
                 failures.append(Failure(stem, c.text, "model", bad))
     for source in sources:
         runs = RunLookup(source, nb)
-        for c in (c for c in claims if isinstance(c, Measured)):
+        for c in claims:
+            if not isinstance(c, Measured) or (isinstance(c, Recorded) and source != "record"):
+                continue
+            names = (c.experiment,) if isinstance(c.experiment, str) else c.experiment
             try:
-                result = runs.get(c.experiment, c.params)
-                bad = _out_of_range(c.quantity(result), c.within, c.unit)
+                per_experiment = [runs.get(name, c.params if len(names) == 1 else {}) for name in names]
             except LookupError as e:   # NotRecorded is a LookupError too
                 failures.append(Failure(stem, c.text, source, str(e)))
                 continue
-            if bad:
-                failures.append(Failure(stem, c.text, f"{c.experiment}, {runs.label(result)}", bad))
+            # Recorded runs of several experiments pair up by position (the recorder's n-th run of each);
+            # an experiment recorded once stands beside every run of the others.
+            for i in range(max(map(len, per_experiment))):
+                results = [rs[min(i, len(rs) - 1)] for rs in per_experiment]
+                try:
+                    bad = _out_of_range(c.quantity(*results), c.within, c.unit)
+                except LookupError as e:   # a case the quantity needs is not in this run
+                    bad = str(e)
+                if bad:
+                    failures.append(Failure(stem, c.text, f"{', '.join(names)}, {runs.label(results[-1])}", bad))
     return failures
 
 
@@ -244,4 +267,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # Run as a script this file is ``__main__``, while the claims files import the claim types from
+    # ``course_lib.measure.claims``: check with that module, whose isinstance tests see their claims.
+    from course_lib.measure import claims as _claims
+
+    sys.exit(_claims.main(sys.argv[1:]))

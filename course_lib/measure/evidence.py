@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib.core.runtime import REPO_ROOT
+from course_lib.core.gpu_monitor import power_limited
 from course_lib.core.timing import MIN_SAMPLES, Timing
 
 RECORDED_DIR = REPO_ROOT / "data" / "recorded"
@@ -50,7 +51,7 @@ class Case:
     name: str
     params: dict
     kernel: str
-    samples_s: list[float]
+    samples_s: list[float]      # or the harness's Timing (see __post_init__)
     flop: float
     bytes: float
     check: dict
@@ -58,9 +59,36 @@ class Case:
     timer: str = "cuda-events"
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        # A Timing from the harness may stand for the samples: they are kept, and what the harness saw
+        # while taking them goes into ``extra``: late samples, the GPU's clock and power, a library
+        # reference's second protocol.
+        if isinstance(self.samples_s, Timing):
+            t = self.samples_s
+            self.samples_s = list(t.samples_s)
+            self.extra = dict(self.extra)
+            if t.late_samples:
+                self.extra["late_samples"] = t.late_samples
+            if t.gpu:
+                self.extra["gpu_during"] = t.gpu
+            if t.second is not None:
+                self.extra["second_protocol"] = t.second
+
     @property
     def timing(self) -> Timing:
-        return Timing(tuple(self.samples_s))
+        return Timing(tuple(self.samples_s), self.extra.get("late_samples", 0), self.extra.get("gpu_during", {}),
+                      self.extra.get("second_protocol"))
+
+    @property
+    def power_limited(self) -> bool:
+        """The SM clock fell below ``gpu_monitor.POWER_LIMITED_FRACTION`` of its maximum during the samples."""
+        return power_limited(self.extra.get("gpu_during"))
+
+    @property
+    def protocols_disagree(self) -> bool:
+        """A library reference whose two timing protocols disagreed beyond their tolerance, twice."""
+        second = self.extra.get("second_protocol")
+        return bool(second) and not second["agree"]
 
     @property
     def median_s(self) -> float:
@@ -123,6 +151,11 @@ def validate(record: dict) -> list[str]:
             problems.append("case names are not unique")
         for i, c in enumerate(cases):
             problems += case_problems(c, f"case {c.get('name', i)!r}")
+        for j, run in enumerate(record.get("repeats", [])):
+            if not run.get("recorded_at") or {c.get("name") for c in run.get("cases", [])} != set(names):
+                problems.append(f"repeat {j}: needs recorded_at and the same cases as the record")
+            for c in run.get("cases", []):
+                problems += case_problems(c, f"repeat {j}, case {c.get('name')!r}")
     return problems
 
 

@@ -25,14 +25,17 @@ class Experiment:
     defaults: dict
     body: Callable[..., list[Case]]
     summary: str
+    # How many times the recorder runs it: a headline comparison (a kernel against a library
+    # reference) is recorded at least three times, so its figures are ranges over runs, not one run.
+    record_runs: int = 1
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(name: str, summary: str, **defaults):
+def experiment(name: str, summary: str, record_runs: int = 1, **defaults):
     def register(fn):
-        REGISTRY[name] = Experiment(name, defaults, fn, summary)
+        REGISTRY[name] = Experiment(name, defaults, fn, summary, record_runs)
         return fn
     return register
 
@@ -48,6 +51,17 @@ class Result:
     # Live on a GPU other than the one the course was recorded on: that GPU's record of the same
     # experiment, which the row builders marked ``beside_reference`` show beside the learner's rows.
     reference: "Result | None" = field(default=None, repr=False, compare=False)
+    # The recorder's other runs of the same experiment (``record_runs``), oldest first; this one is the last.
+    repeats: list["Result"] = field(default_factory=list, repr=False, compare=False)
+
+    def runs(self) -> list["Result"]:
+        """Every recorded run of this experiment, this one last (a live result is one run)."""
+        return [*self.repeats, self]
+
+    def case_range_s(self, name: str) -> tuple[float, float, float]:
+        """(lowest, median, highest) of case ``name``'s median time over the recorded runs."""
+        medians = sorted(r.case(name).median_s for r in self.runs())
+        return medians[0], medians[len(medians) // 2], medians[-1]
 
     @property
     def gpu(self) -> str:
@@ -69,10 +83,14 @@ class Result:
                 return c
         raise KeyError(f"{self.experiment} has no case {name!r}; it has: {', '.join(c.name for c in self.cases)}")
 
-    def to_record(self, command: str) -> dict:
-        return {"experiment": self.experiment, "status": "recorded", "recorded_at": self.recorded_at,
-                "command": command, "machine": self.machine, "params": self.params,
-                "cases": [evidence.case_to_json(c) for c in self.cases]}
+    def to_record(self, command: str, earlier_runs: list["Result"] = ()) -> dict:
+        record = {"experiment": self.experiment, "status": "recorded", "recorded_at": self.recorded_at,
+                  "command": command, "machine": self.machine, "params": self.params,
+                  "cases": [evidence.case_to_json(c) for c in self.cases]}
+        if earlier_runs:
+            record["repeats"] = [{"recorded_at": r.recorded_at, "gpu_state": r.machine.get("gpu_state"),
+                                  "cases": [evidence.case_to_json(c) for c in r.cases]} for r in earlier_runs]
+        return record
 
 
 LABS_PACKAGE = "course_lib.labs"
@@ -209,7 +227,10 @@ def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
         raise NotRecorded(
             f"{name} with {key}={want!r} was never measured on {record['machine']['gpu']} "
             f"(recorded: {key}={have!r}). Use a recorded value, or run it on a GPU to measure it.")
-    return Result(name, "recorded", record["machine"], record["recorded_at"], resolved, cases)
+    repeats = [Result(name, "recorded", {**record["machine"], "gpu_state": run.get("gpu_state")}, run["recorded_at"],
+                      resolved, [c for c in map(evidence.case_from_json, run["cases"]) if c.name in {k.name for k in cases}])
+               for run in record.get("repeats", [])]
+    return Result(name, "recorded", record["machine"], record["recorded_at"], resolved, cases, repeats=repeats)
 
 
 # --------------------------------------------------------------------------- helpers for bodies

@@ -38,7 +38,7 @@ def measure(launches: list[Launch], samples: int, flush_l2: bool) -> list[Case]:
     for la in launches:
         check = la.check()
         t = benchmark(la.run, samples, flush_l2=flush_l2)
-        cases.append(require_passed(Case(la.name, la.params, la.kernel, list(t.samples_s), la.flop, la.bytes,
+        cases.append(require_passed(Case(la.name, la.params, la.kernel, t, la.flop, la.bytes,
                                           check, la.launch, extra=dict(la.extra))))
     return cases
 

@@ -1,0 +1,61 @@
+"""What the GPU and the references did while a result was measured: the table under a headline one.
+
+- ``reference_rows``: each library reference (cuBLAS, torch.compile, PyTorch's kernels) with its two
+  protocols' medians (the harness's held calls and blocks of back-to-back calls), whether they agreed,
+  and the SM clock during its samples; plus every course case that ran power-limited.
+- ``run_rows``: for an experiment recorded several times, each case's median and range over the runs.
+"""
+from __future__ import annotations
+
+from course_lib.core.gpu_monitor import clock_label
+from course_lib.measure.evidence import Case
+
+
+def is_reference(case: Case) -> bool:
+    return "second_protocol" in case.extra
+
+
+def _protocol_cells(case: Case) -> dict:
+    second = case.extra["second_protocol"]
+    blocks = sorted(second["samples_s"])[len(second["samples_s"]) // 2]
+    verdict = "agree" if second["agree"] else f"differ by {abs(second['ratio'] - 1):.1%} (flagged)"
+    if len(second.get("attempts", [])) > 1 and second["agree"]:
+        verdict += ", after a second measurement"
+    return {"held calls µs": case.median_s * 1e6, "back-to-back µs": blocks * 1e6, "protocols": verdict}
+
+
+def flagged(case: Case) -> bool:
+    return case.power_limited or case.protocols_disagree
+
+
+def reference_rows(result, only_flagged: bool = False) -> list[dict]:
+    """The references' two protocols and the clock; course cases only where the clock fell.
+    ``only_flagged``: just the cases whose protocols disagreed or whose clock fell."""
+    rows = []
+    for c in result.cases:
+        if not (is_reference(c) or c.power_limited) or (only_flagged and not flagged(c)):
+            continue
+        row = {"case": c.name, **(_protocol_cells(c) if is_reference(c) else
+                                  {"held calls µs": c.median_s * 1e6, "back-to-back µs": None, "protocols": "course kernel"})}
+        row["lowest SM clock"] = clock_label(c.extra.get("gpu_during"))
+        if c.extra.get("late_samples"):
+            row["late samples"] = c.extra["late_samples"]
+        kernels = [k for k in c.extra.get("kernels", []) if not str(k).startswith("Memset")] \
+            if isinstance(c.extra.get("kernels"), list) else []
+        if kernels:
+            row["library kernel"] = ", ".join(kernels)[:60]
+        rows.append(row)
+    return rows
+
+
+def run_rows(result, names: list[str] | None = None) -> list[dict]:
+    """Each case's median time over the recorded runs and their range; one run: just the median."""
+    runs = result.runs()
+    rows = []
+    for c in result.cases:
+        if names is not None and c.name not in names:
+            continue
+        lo, mid, hi = result.case_range_s(c.name)
+        rows.append({"case": c.name, "runs": len(runs), "median µs": mid * 1e6,
+                     "range µs": f"{lo * 1e6:.1f}–{hi * 1e6:.1f}", "spread": (hi - lo) / mid})
+    return rows

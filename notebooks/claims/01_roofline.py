@@ -1,0 +1,146 @@
+"""Claims of 01_roofline's prose (see course_lib.measure.claims): each is checked against the record
+and against the live run committed with the notebook."""
+from course_lib.core import hardware
+from course_lib.measure.claims import Analytic, Given, Measured
+from course_lib.models import roofline
+
+ROOFLINE, COPY, MATMUL = "roofline.measured", "machine.copy_bandwidth", "machine.matmul_peak"
+
+# --------------------------------------------------------------------------- the same run's ceilings
+# A claim's quantity is handed one experiment's result, but a "% of roof" needs the ceilings, which are
+# other experiments of the same run (machine.copy_bandwidth, machine.matmul_peak), exactly as the notebook's
+# roofline_points builds them. claims.check goes through CLAIMS in order for each run in turn (the record,
+# then the committed live run), so the ceiling claims, which come first, leave their result here, keyed by
+# the run's mode ("recorded" or "live"), for the claims after them.
+_SAME_RUN: dict = {}
+
+
+def kept(quantity):
+    def q(result):
+        _SAME_RUN[(result.mode, result.experiment)] = result
+        return quantity(result)
+    return q
+
+
+def same_run(result, experiment):
+    """``experiment``'s result from the run ``result`` came from (a KeyError, which claims.check reports,
+    if no earlier claim kept it)."""
+    return _SAME_RUN[(result.mode, experiment)]
+
+
+def copy_tb_per_s(result) -> float:
+    return result.case("CuPy device-to-device copy").bandwidth_bytes_per_s / 1e12
+
+
+def matmul_peak_tflop(result, dtype: str) -> float:
+    return next(c.flop_per_s for c in result.cases if c.params["dtype"] == dtype) / 1e12
+
+
+def of_roof(result, name: str) -> float:
+    """The `% of roof` column of the measured table (ceilings.roofline_points), as a fraction."""
+    c = result.case(name)
+    bw = same_run(result, COPY).case("CuPy device-to-device copy").bandwidth_bytes_per_s
+    peak = matmul_peak_tflop(same_run(result, MATMUL), c.params.get("matmul_dtypes", "fp32")) * 1e12
+    return c.flop_per_s / min(peak, bw * c.flop / c.bytes)
+
+
+def roof_tflop(result, name: str) -> float:
+    c = result.case(name)
+    bw = same_run(result, COPY).case("CuPy device-to-device copy").bandwidth_bytes_per_s
+    peak = matmul_peak_tflop(same_run(result, MATMUL), c.params.get("matmul_dtypes", "fp32")) * 1e12
+    return min(peak, bw * c.flop / c.bytes) / 1e12
+
+
+def median_us(result, name: str) -> float:
+    return result.case(name).median_s * 1e6
+
+
+N64 = ["matmul fp32, n=64", "matmul fp32, n=64, one call at a time", "matmul bf16, n=64",
+       "matmul bf16, n=64, one call at a time"]
+LARGE = [f"matmul {d}, n={n}" for d in ("fp32", "bf16") for n in (2048, 4096, 8192)]
+
+# --------------------------------------------------------------------------- the models
+B200, H100, H200 = (hardware.spec(k) for k in ("b200", "h100-sxm", "h200"))
+
+
+def ridge(gpu, dtype: str = "bf16") -> float:
+    return roofline.ridge_point(gpu.peak(dtype), gpu.hbm_bandwidth_bytes_per_s)
+
+
+def crossover(gpu, dtype: str, b: int) -> float:
+    """N = 3·b·C / (2·B), where 2N³/C = 3N²b/B."""
+    return 3 * b * gpu.peak(dtype) / (2 * gpu.hbm_bandwidth_bytes_per_s)
+
+
+ROUND_B200 = roofline.ridge_point(2e15, 8e12)
+
+CLAIMS = [
+    # the ceilings first: the "% of roof" claims below read them (see kept)
+    Measured("The roof is a copy", COPY, kept(copy_tb_per_s), (3.5, 5.0), unit=" TB/s"),
+    Measured("the compute roof *is* an 8192 matmul", MATMUL, kept(lambda r: matmul_peak_tflop(r, "bf16")),
+             (600, 900), unit=" TFLOP/s"),
+
+    Analytic("why a B200 needs about 250–280 FLOPs per byte", lambda: (ROUND_B200, ridge(B200)),
+             [(249, 281.5), (249, 281.5)]),
+    Given("an illustrative accelerator (300 TFLOP/s, 1.5 TB/s)", "a hypothetical machine for the worked example"),
+    Given("A B200 does roughly 2 PFLOP/s of dense fp16 on its tensor cores and reads HBM3e at roughly 8 TB/s",
+          "round numbers of the NVIDIA HGX B200 datasheet (2.25 PFLOP/s dense fp16, 8 TB/s; hardware.SPECS['b200'])"),
+    Given("the B200 in round numbers (2 PFLOP/s, 8 TB/s)", "the same round numbers as the B200 ridge section"),
+    Analytic("which is 750 for the round-number B200 in fp16", lambda: roofline.square_gemm_crossover_n(2e15, 8e12, 2),
+             (749.9, 750.1)),
+    Analytic("about 30× below fp16 on a B200 and about 15× on the H200",
+             lambda: (B200.peak("fp16") / B200.peak("fp32"), H200.peak("fp16") / H200.peak("fp32")),
+             [(28, 32), (14, 16)], unit="×"),
+    Analytic("about 15× smaller on a B200 and about 7× smaller on the H200",
+             lambda: (crossover(B200, "fp16", 2) / crossover(B200, "fp32", 4),
+                      crossover(H200, "fp16", 2) / crossover(H200, "fp32", 4)),
+             [(14, 16), (7, 8)], unit="×"),
+    Given("The H100's bf16 ridge, 989 TFLOP/s over 3.35 TB/s", "NVIDIA H100 SXM datasheet: dense bf16, HBM3 bandwidth"),
+    Analytic("is about 295 FLOP/byte", lambda: ridge(H100), (290, 300)),
+    Analytic("its ridge is lower (206)", lambda: ridge(H200), (205.5, 206.5)),
+    Given("its datasheet's 2.25 PFLOP/s", "NVIDIA HGX B200 datasheet, dense fp16/bf16 per GPU (hardware.SPECS['b200'])"),
+    Analytic("hence 281 rather than the round numbers' 250", lambda: (ridge(B200), ROUND_B200),
+             [(280.5, 281.5), (249.5, 250.5)]),
+    Analytic("a little lower than the H100's (281 against 295)", lambda: (ridge(B200), ridge(H100), ridge(B200) / ridge(H100)),
+             [(280.5, 281.5), (294.5, 295.5), (0.9, 0.99)]),
+    Analytic("its memory bandwidth grew a little more than its bf16 peak did (2.4× against 2.3×)",
+             lambda: (B200.hbm_bandwidth_bytes_per_s / H100.hbm_bandwidth_bytes_per_s,
+                      B200.peak("bf16") / H100.peak("bf16")),
+             [(2.35, 2.45), (2.25, 2.35)], unit="×"),
+
+    # measured, against the same run's ceilings
+    Measured("at the roof or up to 2% above it", ROOFLINE, lambda r: of_roof(r, "vector add, n=67108864"),
+             (0.995, 1.02), unit="%"),
+    Measured("they reach about two thirds of it (65–70%)", ROOFLINE,
+             lambda r: (of_roof(r, "matrix-vector fp32, n=4096"), of_roof(r, "matrix-vector fp32, n=8192")),
+             [(0.64, 0.71), (0.64, 0.71)], unit="%"),
+    Measured("which the 64×64 matmuls below put at a few microseconds", ROOFLINE,
+             lambda r: (median_us(r, "matmul fp32, n=64"), median_us(r, "matmul bf16, n=64")),
+             [(2, 7), (2, 7)], unit=" µs"),
+    Measured("in a call of about 24 µs at n = 4096", ROOFLINE, lambda r: median_us(r, "matrix-vector fp32, n=4096"),
+             (22, 26), unit=" µs"),
+    # "most of their measured peaks": the least of them, from n = 2048 up, both dtypes
+    Measured("From a few thousand up, fp32 and bf16 matmuls reach most of their measured peaks", ROOFLINE,
+             lambda r: min(of_roof(r, n) for n in LARGE), (0.75, 1.1), unit="%"),
+    Measured("this point lands within a few percent of 100%, above or below", ROOFLINE,
+             lambda r: (of_roof(r, "matmul fp32, n=8192"), of_roof(r, "matmul bf16, n=8192")),
+             [(0.95, 1.05), (0.95, 1.05)], unit="%"),
+    Analytic("a 64³ fp32 matmul has I ≈ 10.7", lambda: roofline.gemm_intensity(64, 64, 64, 4), (10.65, 10.75)),
+    Measured("says they could run at tens of TFLOP/s", ROOFLINE,
+             lambda r: (roof_tflop(r, "matmul fp32, n=64"), roof_tflop(r, "matmul bf16, n=64")),
+             [(10, 99), (10, 99)], unit=" TFLOP/s"),
+    Measured("they run at 0.1–0.2 TFLOP/s", ROOFLINE, lambda r: tuple(r.case(n).flop_per_s / 1e12 for n in N64),
+             [(0.08, 0.22)] * 4, unit=" TFLOP/s"),
+    Measured("The GPU finishes a 64×64 matmul in a few microseconds", ROOFLINE,
+             lambda r: (median_us(r, "matmul fp32, n=64"), median_us(r, "matmul fp32, n=64, one call at a time")),
+             [(2, 7), (2, 7)], unit=" µs"),
+    Analytic("the arithmetic is about half a million FLOPs", lambda: roofline.gemm_flop(64, 64, 64), (4.5e5, 5.5e5)),
+    # the host's dispatch moves with the host's load: "three to four" with a little margin
+    Measured("The host needs three to four times as long to dispatch one call through PyTorch as the GPU needs to run it",
+             ROOFLINE, lambda r: (r.case("matmul fp32, n=64, one call at a time").extra["host_dispatch_median_s"]
+                                  / r.case("matmul fp32, n=64, one call at a time").median_s),
+             (2.8, 4.5), unit="×"),
+    Given("from its datasheet numbers (989.4 TFLOP/s dense, 3.35 TB/s)", "NVIDIA H100 SXM datasheet: dense bf16, HBM3 bandwidth"),
+    Analytic("Modern ridges are in the hundreds of FLOPs per byte",
+             lambda: tuple(ridge(g) for g in (H100, H200, B200)), [(100, 999)] * 3),
+]

@@ -1,0 +1,92 @@
+"""Claims of 05_shared_memory's prose (see course_lib.measure.claims): each is checked against the record
+and against the live run committed with the notebook."""
+from course_lib.labs import shared_memory as lab
+from course_lib.measure.claims import Analytic, Measured
+from course_lib.models import memory, occupancy
+
+PROBE, LADDER = "banks.probe", "transpose.ladder"
+COPY = "CuPy device-to-device copy"
+PADDED, SWIZZLED = "padded tile 32×33", "swizzled tile 32×32"
+PADDED_32X4, PADDED_64, SWIZZLED_64 = "padded tile 32×33, 32×4 threads", "padded tile 64×65", "swizzled tile 64×64"
+FOUR_ROWS = (PADDED, SWIZZLED)                     # conflict-free tiles, 4 rows per thread
+EIGHT_ROWS = (PADDED_32X4, PADDED_64, SWIZZLED_64)  # 8 rows per thread
+
+
+def column_over_row() -> float:
+    """The bank model's wavefronts for a column of a 32 x 32 fp32 tile over those for a row."""
+    col = memory.bank_conflicts(memory.shared_addresses(pattern="column", pitch=32, index=3)).wavefronts
+    row = memory.bank_conflicts(memory.shared_addresses(pattern="row", index=3)).wavefronts
+    return col / row
+
+
+def of_copy(r, name: str) -> float:
+    """A case's bandwidth as a fraction of CuPy's copy in the same run (the table's "% of CuPy copy")."""
+    return r.case(name).bandwidth_bytes_per_s / r.case(COPY).bandwidth_bytes_per_s
+
+
+def points(r, a: str, b: str) -> float:
+    """How many percentage points of the copy case ``a`` is ahead of case ``b``."""
+    return 100 * (of_copy(r, a) - of_copy(r, b))
+
+
+def loads_in_flight_per_sm(case: str) -> tuple:
+    """(resident threads per SM, rows per thread) of a transpose on the H200, from NVRTC's registers and
+    shared memory and the occupancy model of notebook 03."""
+    row = next(r for r in lab.resources_rows() if r["case"] == case)
+    cols, rows = (int(x) for x in row["block"].split("×"))
+    res = occupancy.residency(occupancy.budget("NVIDIA H200"), cols * rows, row["registers"], row["static smem B"])
+    return res.resident_blocks * cols * rows, row["elements per thread"]
+
+
+def probe_worst_mismatch(r) -> float:
+    """The largest |ncu - model| wavefronts per request over the probe's patterns (0 when they all agree)."""
+    return max(abs(row["ncu wavefronts/request"] - row["model wavefronts/request"]) for row in lab.probe_rows(r))
+
+
+def conflict_free_ncu_loads(r):
+    """ncu's load wavefronts per request, smallest and largest, over the tiles the model calls conflict-free."""
+    w = [row["ncu load wavefronts/request"] for row in lab.smem_profile_rows(r)
+         if row["model load wavefronts/request"] == 1]
+    return min(w), max(w)
+
+
+def naive_dram_over_matrix(r) -> float:
+    """DRAM bytes (ncu, read + write) of the naive transpose over the matrix's read + write bytes."""
+    c = r.case("naive (no shared memory)")
+    return (c.extra["ncu"]["dram__bytes_read.sum"] + c.extra["ncu"]["dram__bytes_write.sum"]) / c.bytes
+
+
+def ncu_conflicts(r, name: str) -> float:
+    return next(row["ncu load conflicts"] for row in lab.smem_profile_rows(r) if row["case"] == name)
+
+
+def swizzled_fewer_conflicts(r):
+    """Residual ncu load conflicts of each swizzled tile over those of the padded tile of its size (< 1)."""
+    return ncu_conflicts(r, SWIZZLED) / ncu_conflicts(r, PADDED), ncu_conflicts(r, SWIZZLED_64) / ncu_conflicts(r, PADDED_64)
+
+
+CLAIMS = [
+    Analytic("why reading a tile by column takes 32 times the wavefronts of reading it by row", column_over_row,
+             (32, 32), unit="×"),
+    Measured("make a matrix transpose run close to copy speed", LADDER, lambda r: of_copy(r, lab.best_transpose(r).name),
+             (0.85, 1.0), unit="%"),
+    Measured("where the probe above matched the model exactly", PROBE, probe_worst_mismatch, (0, 1e-6)),
+    Measured("the profiler counts somewhat *more* wavefronts than the layout explains", LADDER, conflict_free_ncu_loads,
+             [(1.005, 1.2), (1.005, 1.2)], unit=" wavefronts/request"),
+    Measured("Yet DRAM moves only a little more than the matrix", LADDER, naive_dram_over_matrix, (1.0, 1.3), unit="×"),
+    Measured("87–92% of CuPy's copy against 82–85% for the 4-row tiles", LADDER,
+             lambda r: (min(of_copy(r, n) for n in EIGHT_ROWS), max(of_copy(r, n) for n in EIGHT_ROWS),
+                        min(of_copy(r, n) for n in FOUR_ROWS), max(of_copy(r, n) for n in FOUR_ROWS)),
+             [(0.87, 0.92)] * 2 + [(0.82, 0.85)] * 2, unit="%"),
+    Analytic("both hold 2,048 threads of 8 loads each on an SM",
+             lambda: loads_in_flight_per_sm(PADDED_32X4) + loads_in_flight_per_sm(PADDED_64), [(2048, 2048), (8, 8)] * 2),
+    Measured("yet differ by about 3 points", LADDER, lambda r: points(r, PADDED_64, PADDED_32X4), (2.4, 3.6),
+             unit=" points"),
+    Measured("the swizzled tiles trail the padded ones by 2–4 points", LADDER,
+             lambda r: (points(r, PADDED, SWIZZLED), points(r, PADDED_64, SWIZZLED_64)), [(1.8, 4.2)] * 2,
+             unit=" points"),
+    Measured("although the profiler counts fewer residual conflicts for them", LADDER, swizzled_fewer_conflicts,
+             [(0, 0.95)] * 2, unit="×"),
+    Measured("a transpose moves its bytes at close to copy speed", LADDER,
+             lambda r: of_copy(r, lab.best_transpose(r).name), (0.85, 1.0), unit="%"),
+]

@@ -1,0 +1,201 @@
+"""Claims of 11_failure_lab's prose (see course_lib.measure.claims).
+
+The capstone's figures come from ``failures.mystery``, which the notebook runs (live or replayed), so
+they are Measured and checked against the record and against the live run committed with the notebook.
+
+The catalogue's evidence rows and the reconciliation table replay the H200's records in every run,
+live or not (``lab_failures.evidence_rows``, ``reconciliation.table``): the notebook never measures
+them, so a live run has no result of their experiments to check. Their figures are Analytic claims
+whose value is computed from the replayed record, the only source those tables have."""
+from course_lib.labs import failure_lab as lab_failures
+from course_lib.measure import experiments, reconciliation
+from course_lib.measure.claims import Analytic, Given, Measured
+from course_lib.models import estimator, failures
+
+MYSTERY = "failures.mystery"
+SHAPE = "16384×1024"
+
+
+def recorded(experiment: str):
+    """The H200 record of ``experiment``, replayed: what the record-only tables are built from."""
+    return experiments.replay(experiment, experiments.resolve_params(experiment))
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+def family_size(family: str) -> int:
+    return sum(f.family == family for f in failures.FAILURES)
+
+
+def evidence_ratio(number: int) -> float:
+    """The "× the time for the same work" of catalogue row ``number``, from its replayed record."""
+    f = next(f for f in failures.FAILURES if f.number == number)
+    r = recorded(f.record)
+    return r.case(f.case).median_s / r.case(f.contrast).median_s
+
+
+def negative_residuals() -> int:
+    return sum(row["residual µs"] < 0 for row in reconciliation.table())
+
+
+def wave_row_extra_wave() -> float:
+    """Notebook 07's row: 4096 x 4288 (five waves, the last 12% full) over 4096 x 4224 (four full ones)."""
+    r = recorded("waves.n_sweep")
+    return r.case("course 4096x4288x4096").median_s / r.case("course 4096x4224x4096").median_s - 1
+
+
+# --------------------------------------------------------------------------- the mystery
+
+def case(r, label: str):
+    return r.case(f"{label}, {SHAPE}")
+
+
+def copy(r):
+    return case(r, "copy (course copy_vec4)")
+
+
+def of_copy(label: str):
+    """A kernel's bandwidth as a fraction of the copy's in the same run (the table's "% of copy")."""
+    return lambda r: case(r, label).bandwidth_bytes_per_s / copy(r).bandwidth_bytes_per_s
+
+
+def ncu(r, label: str, metric: str) -> float:
+    return case(r, label).extra["ncu"][metric]
+
+
+def sm_busy(label: str):
+    return lambda r: ncu(r, label, "sm__cycles_active.avg") / ncu(r, label, "sm__cycles_active.max")
+
+
+def sectors_per_request(label: str):
+    return lambda r: (ncu(r, label, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+                      / ncu(r, label, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"))
+
+
+def local_sectors(label: str):
+    return lambda r: (ncu(r, label, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum")
+                      + ncu(r, label, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"))
+
+
+def dram(r, label: str, which: str = "both") -> float:
+    read, write = ncu(r, label, "dram__bytes_read.sum"), ncu(r, label, "dram__bytes_write.sum")
+    return {"read": read, "write": write, "both": read + write}[which]
+
+
+def local_row_costs(r):
+    """The variant that keeps the row in a local array against the plain fix: time, and DRAM bytes."""
+    return (case(r, lab_failures.LOCAL_ROW).median_s / case(r, lab_failures.SCALAR_FIX).median_s,
+            dram(r, lab_failures.LOCAL_ROW) / dram(r, lab_failures.SCALAR_FIX))
+
+
+def overrun(r, which: str) -> dict:
+    return case(r, lab_failures.NO_GUARD).extra[which]
+
+
+def memcheck_reads_first(r) -> float:
+    """1 when memcheck's first report, for the mystery and for the unguarded fix, is an invalid read."""
+    return float(all(case(r, label).extra["memcheck"]["lines"][0].startswith("========= Invalid __global__ read")
+                     for label in (lab_failures.AS_GIVEN, lab_failures.NO_GUARD)))
+
+
+def racecheck(r) -> tuple:
+    """Racecheck's hazards without the barrier and with it, and the no-barrier run's reference check
+    (1 when its max error is not 0: the check failed)."""
+    runs = case(r, lab_failures.SOLUTION).extra["racecheck of notebook 05's transpose"]
+    hazards = {k: " ".join(v["lines"]) for k, v in runs.items()}
+    return (float("1 hazard displayed (1 error" in hazards["no barrier"]),
+            float("0 hazards displayed" in hazards["solution"]),
+            float("max error 0" not in hazards["no barrier"]))
+
+
+FIX, ONE_PASS = lab_failures.SOLUTION, "course rmsnorm_one_pass"
+
+
+def extra_mb(r) -> float:
+    return (dram(r, FIX) - dram(r, ONE_PASS)) / 1e6
+
+
+def extra_in_reads(r) -> float:
+    return (dram(r, FIX, "read") - dram(r, ONE_PASS, "read")) / (dram(r, FIX) - dram(r, ONE_PASS))
+
+
+def extra_bytes_time_over_gap(r) -> float:
+    """The fix's extra DRAM bytes at the copy's bandwidth, over the time between the two kernels."""
+    extra_s = (dram(r, FIX) - dram(r, ONE_PASS)) / copy(r).bandwidth_bytes_per_s
+    return extra_s / (case(r, FIX).median_s - case(r, ONE_PASS).median_s)
+
+
+def below_compulsory(r):
+    """DRAM bytes over the compulsory ones (input and output once: the copy's bytes) for the one-pass
+    kernel and the copy, and their writes over the output's bytes."""
+    compulsory = copy(r).bytes
+    return (dram(r, ONE_PASS) / compulsory, dram(r, "copy (course copy_vec4)") / compulsory,
+            max(dram(r, ONE_PASS, "write"), dram(r, "copy (course copy_vec4)", "write")) / (compulsory / 2))
+
+
+CLAIMS = [
+    Given("108 SMs, 300 TFLOP/s, 1.5 TB/s",
+          "the estimator's illustrative machine (estimator.FIXTURE: sm_count, peak_flop_per_s, level_bandwidth), "
+          "not a real GPU"),
+    Analytic("Twenty-nine of them are tied to a case this course recorded", lambda: len(failures.demonstrated()),
+             (29, 29)),
+    Analytic("wherever there is one (23 of them)",
+             lambda: sum(f.contrast is not None for f in failures.demonstrated()), (23, 23)),
+    Analytic("a persistent grid that ran slower, a misaligned copy that the cache absorbed",
+             lambda: (evidence_ratio(4), evidence_ratio(13)), [(1.05, 2), (0.97, 1.05)], unit="×"),
+    Analytic("Six have no replayed case of their own here", lambda: len(failures.undemonstrated_rows()), (6, 6)),
+    Analytic("Two residuals are negative", negative_residuals, (2, 2)),
+    Analytic("the extra, nearly empty wave made it about 11% slower than the shape just below it",
+             wave_row_extra_wave, (0.09, 0.13), unit="%"),
+    Analytic("The largest family, 14 of the 35, is measurement mistakes",
+             lambda: (family_size("roofline and measurement"), len(failures.FAILURES),
+                      max(family_size(f) for f in failures.FAMILIES)), [(14, 14), (35, 35), (14, 14)]),
+    Analytic("at least 20 raw samples and a passed check against a reference",
+             lambda: float(estimator.reconcile(estimator.estimate(estimator.FIXTURE), estimator.Observation(
+                 "measured", samples_s=(0.0031,) * 20, check_passed=True))["status"] == "measured"), (1, 1)),
+
+    # The capstone.
+    Measured("the host-timer row claims several times the copy's bandwidth", MYSTERY,
+             of_copy("the mystery as given, host timer without synchronize"), (2, 10), unit="×"),
+    Measured("the kernel runs at under a tenth of the copy's bandwidth", MYSTERY, of_copy(lab_failures.AS_GIVEN),
+             (0.05, 0.1), unit="%"),
+    Measured("while doing well under one FLOP per byte", MYSTERY,
+             lambda r: case(r, lab_failures.AS_GIVEN).flop / case(r, lab_failures.AS_GIVEN).bytes, (0.2, 0.7)),
+    Measured("the SM-busy ratio is about one half", MYSTERY, sm_busy(lab_failures.AS_GIVEN), (0.4, 0.55)),
+    Measured("One warp per row makes 2,048 blocks, and the ratio goes to about 1", MYSTERY,
+             lambda r: (ncu(r, FIX, "launch__grid_size"), sm_busy(FIX)(r)), [(2048, 2048), (0.9, 1.0)]),
+    Measured("reads about 12% of the peak for the mystery", MYSTERY,
+             lambda r: ncu(r, lab_failures.AS_GIVEN, "sm__warps_active.avg.pct_of_peak_sustained_active") / 100,
+             (0.10, 0.15), unit="%"),
+    Measured("The counter's 16.5 is the average of those loads", MYSTERY, sectors_per_request(lab_failures.AS_GIVEN),
+             (16.45, 16.55)),
+    Measured("With one warp per row the loads take 4 sectors each", MYSTERY,
+             sectors_per_request(lab_failures.SCALAR_FIX), (4, 4)),
+    Measured("16-byte loads keep that and move 512 bytes per instruction (16 sectors)", MYSTERY,
+             sectors_per_request(FIX), (15.9, 16.1)),
+    Measured("ncu counts millions of local sectors", MYSTERY, local_sectors(lab_failures.AS_GIVEN), (1e6, 1e7)),
+    Measured("still pays for them in time and in DRAM bytes", MYSTERY, local_row_costs, [(1.1, 2), (1.1, 2)],
+             unit="×"),
+    Measured("at 4,097 rows (a multiple plus one) it writes past the end of the output", MYSTERY,
+             lambda r: (overrun(r, "rows a multiple of the block")["written_past_the_end"],
+                        overrun(r, "rows not a multiple of the block")["written_past_the_end"]),
+             [(0, 0), (1, 1e9)]),
+    Measured("every in-range row was right", MYSTERY,
+             lambda r: sum(overrun(r, w)["wrong_outputs"] for w in ("rows a multiple of the block",
+                                                                     "rows not a multiple of the block")), (0, 0)),
+    Measured("it reports the invalid reads first", MYSTERY, memcheck_reads_first, (1, 1)),
+    Measured("Racecheck reports the hazard without the barrier and none with it; the reference check failed here too",
+             MYSTERY, racecheck, [(1, 1), (1, 1), (1, 1)]),
+    Measured("The reference solution runs at about three quarters of the copy's bandwidth", MYSTERY, of_copy(FIX),
+             (0.7, 0.8), unit="%"),
+    Measured("the course's one-pass RMSNorm from notebook 08 at about nine tenths", MYSTERY, of_copy(ONE_PASS),
+             (0.85, 0.95), unit="%"),
+    Measured("the fix moves about 30 MB more than the one-pass kernel, most of it in reads", MYSTERY,
+             lambda r: (extra_mb(r), extra_in_reads(r)), [(25, 35), (0.6, 1.0)]),
+    Measured("30 MB at the copy's bandwidth takes about as long as the gap between the two kernels", MYSTERY,
+             extra_bytes_time_over_gap, (0.8, 1.2), unit="×"),
+    Measured("DRAM bytes sit below the compulsory 134 MB because their DRAM writes do", MYSTERY, below_compulsory,
+             [(0.5, 0.99), (0.5, 0.99), (0.3, 0.9)], unit="×"),
+    Measured("A kernel correct at 16,384 rows wrote past its output at 4,097.", MYSTERY,
+             lambda r: overrun(r, "rows not a multiple of the block")["written_past_the_end"], (1, 1e9)),
+]
