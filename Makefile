@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup lab test sync record gpu-test gpu-wheels sanitize clean
+.PHONY: setup lab reset test sync record gpu-test gpu-wheels sanitize clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed (numpy 2.4 and torch 2.13 need it)"'
@@ -18,12 +18,34 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
+# The learner works in work/ (ignored by git): copies of the committed notebooks, trusted so their
+# calculators are drawn from the saved widget state on open, with no text sources beside them (so
+# jupytext rewrites nothing). notebooks/ stays as recorded; `make reset` starts work/ over.
+# JupyterLab's news and update pop-ups are off (overrides.json in the venv).
 # make lab PORT=8890 IP=0.0.0.0 NO_BROWSER=1 on a remote VM; as root (Docker, cloud VMs, Colab) it adds --allow-root.
 PORT ?= 8888
 IP ?= 127.0.0.1
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/ --ip=$(IP) --port=$(PORT) $(if $(NO_BROWSER),--no-browser) \
+WORK ?= work
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(WORK)/.copied: | $(STAMP)
+	mkdir -p $(WORK)
+	cp notebooks/[0-9][0-9]_*.ipynb $(WORK)/
+	$(VENV)/bin/jupyter trust $(WORK)/*.ipynb
+	touch $@
+
+$(LAB_SETTINGS): | $(STAMP)
+	mkdir -p $(dir $@)
+	printf '%s\n' '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
+lab: $(STAMP) $(WORK)/.copied $(LAB_SETTINGS)
+	$(VENV)/bin/jupyter lab $(WORK)/ --ip=$(IP) --port=$(PORT) $(if $(NO_BROWSER),--no-browser) \
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# Throws away the learner's runs and edits in work/ and copies the committed notebooks again.
+reset:
+	rm -rf $(WORK)
+	$(MAKE) $(WORK)/.copied
 
 # The test tools (pytest, nbval, Playwright) come with `make test`, not with the learner's `make lab`.
 $(TEST_STAMP): $(STAMP) requirements-test.txt

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from course_lib.core import runtime
-from course_lib.measure import evidence, experiments
+from course_lib.measure import conditions, evidence, experiments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         results = [experiments.run_live(name, experiments.resolve_params(name)) for _ in range(runs)]
         result = results[-1]
         result.repeats = results[:-1]
+        conditions.mark_moving_references(result)
         command = "python -m course_lib.record " + name
         path = evidence.save(result.to_record(command, results[:-1]), args.out)
         print(f"{name}: {len(result.cases)} cases in {time.perf_counter() - t0:.1f} s -> {path}")

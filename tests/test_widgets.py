@@ -125,3 +125,37 @@ def test_ink_on_a_swatch_is_whichever_contrasts_more():
     assert ink_on("#ffffff") == "#111" and ink_on("#000000") == "#fff"
     assert ink_on("#dd8452") == "#111" and ink_on("#4c72b0") == "#fff"   # orange takes dark ink, blue white
     assert {ink_on(c) for c in PALETTE} == {"#111", "#fff"}
+
+
+def test_a_typed_n_is_taken_as_typed_not_snapped(calc):
+    calc.n.value = 750
+    assert calc.n.value == 750 and calc.n_slider.value == 750 and "N = 750" in calc.answer.value
+
+
+@pytest.mark.parametrize("make, field, value, says", [
+    ("roofline", "n", 10 ** 11, "more than the 180 GB"),
+    ("waves", "m", 10 ** 11, "more than the 141 GB of NVIDIA H200"),
+    ("waves", "resident", 99_999_999_999, "holds at most 32 blocks"),
+    ("fusion", "m", 10 ** 11, "more than the 141 GB of NVIDIA H200"),
+])
+def test_a_problem_no_gpu_can_hold_gets_a_message_and_a_sane_one_clears_it(make, field, value, says):
+    from course_lib.widgets.fusion import fusion_calculator
+    from course_lib.widgets.roofline import roofline_calculator
+    from course_lib.widgets.waves import WaveCalculator
+
+    widget = {"roofline": roofline_calculator, "waves": WaveCalculator, "fusion": fusion_calculator}[make]()
+    box = getattr(widget, field)
+    good = box.value
+    box.value = value
+    assert "course-calc-error" in widget.answer.value and says in widget.answer.value
+    box.value = good
+    assert "course-calc-error" not in widget.answer.value
+
+
+def test_a_typed_in_gpu_is_held_to_the_largest_memory_in_the_table():
+    from course_lib.widgets.roofline import CUSTOM, roofline_calculator
+
+    calc = roofline_calculator()
+    calc.gpu.value = CUSTOM
+    calc.n.value = 10 ** 7
+    assert "any GPU in the course&#x27;s table" in calc.answer.value   # HTML-escaped

@@ -36,6 +36,7 @@ class GpuSpec:
     registers_per_sm: int
     max_threads_per_sm: int
     peak_flop_per_s: dict[str, float] = field(default_factory=dict)
+    memory_bytes: float | None = None      # the datasheet's GPU memory (decimal GB, as datasheets give it)
     source: str = ""
     notes: str = ""
 
@@ -66,6 +67,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=64 * KIB, max_smem_per_block_bytes=64 * KIB,
             registers_per_sm=65536, max_threads_per_sm=1024,
             peak_flop_per_s=_tf(fp32=8.1, fp16=65.0),
+            memory_bytes=16e9,
             source="NVIDIA T4 Tensor Core GPU datasheet; Turing architecture whitepaper (SMs, L2)",
             notes="GDDR6, not HBM. No bf16, tf32 or fp8 tensor cores.",
         ),
@@ -75,6 +77,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=100 * KIB, max_smem_per_block_bytes=99 * KIB,
             registers_per_sm=65536, max_threads_per_sm=1536,
             peak_flop_per_s=_tf(fp32=30.3, tf32=60.0, fp16=121.0, bf16=121.0, fp8=242.5),
+            memory_bytes=24e9,
             source="NVIDIA L4 Tensor Core GPU datasheet (dense = half the sparse figures); Ada Lovelace whitepaper",
             notes="GDDR6, not HBM.",
         ),
@@ -84,6 +87,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=100 * KIB, max_smem_per_block_bytes=99 * KIB,
             registers_per_sm=65536, max_threads_per_sm=1536,
             peak_flop_per_s=_tf(fp32=31.2, tf32=62.5, fp16=125.0, bf16=125.0),
+            memory_bytes=24e9,
             source="NVIDIA A10 Tensor Core GPU datasheet; Ampere GA102 whitepaper",
             notes="GDDR6, not HBM.",
         ),
@@ -93,6 +97,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=164 * KIB, max_smem_per_block_bytes=163 * KIB,
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=19.5, tf32=156.0, fp16=312.0, bf16=312.0),
+            memory_bytes=80e9,
             source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM); NVIDIA A100 architecture whitepaper",
         ),
         GpuSpec(
@@ -101,6 +106,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=228 * KIB, max_smem_per_block_bytes=227 * KIB,
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=67.0, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9),
+            memory_bytes=80e9,
             source="NVIDIA H100 Tensor Core GPU datasheet (SXM; dense = half the sparse figures); Hopper whitepaper",
         ),
         GpuSpec(
@@ -109,6 +115,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=228 * KIB, max_smem_per_block_bytes=227 * KIB,
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=67.0, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9),
+            memory_bytes=141e9,
             source="NVIDIA H200 Tensor Core GPU datasheet (SXM; dense = half the sparse figures); Hopper whitepaper",
             notes="The H200 datasheet does not list L2; 50 MB is the Hopper whitepaper's SXM5 figure. "
             "The device itself may report a different size: the machine card shows both.",
@@ -119,6 +126,7 @@ SPECS: dict[str, GpuSpec] = {
             smem_per_sm_bytes=228 * KIB, max_smem_per_block_bytes=227 * KIB,
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=75.0, tf32=1100.0, fp16=2250.0, bf16=2250.0, fp8=4500.0, fp4=9000.0),
+            memory_bytes=180e9,
             source="NVIDIA HGX B200 datasheet (per GPU; dense = half the sparse figures); CUDA programming guide (cc 10.0 limits)",
             notes="Clock and L2 are not on the datasheet. The round numbers often quoted are 2 PFLOP/s fp16 and 8 TB/s.",
         ),
@@ -231,7 +239,7 @@ def spec_for_device(info: DeviceInfo, measured_bandwidth: float | None = None,
     return GpuSpec(
         slug(info.name), info.name, info.compute_capability, info.sm_count, None,
         measured_bandwidth, info.l2_bytes, info.smem_per_sm_bytes, info.max_smem_per_block_bytes,
-        info.registers_per_sm, info.max_threads_per_sm, dict(measured_peaks),
+        info.registers_per_sm, info.max_threads_per_sm, dict(measured_peaks), memory_bytes=info.total_memory_bytes,
         source="measured on this card (not a datasheet)")
 
 

@@ -8,6 +8,7 @@ from course_lib.launch.elementwise import geometry as elementwise_launch
 from course_lib.launch.library import matmul_case, supported_dtypes
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import check_close, experiment, kernel_launch_record, require_passed
+from course_lib.measure.profiler import kernels_launched
 
 # --------------------------------------------------------------------------- notebook 01: measured roofline
 
@@ -46,7 +47,8 @@ def measured_roofline(matmul_sizes: list[int], matvec_sizes: list[int], matmul_d
         t = benchmark(lambda: torch.mv(m, v), samples, repeat=20, reference=True)
         cases.append(require_passed(Case(
             f"matrix-vector fp32, n={nv}", {"op": "matvec", "matvec_sizes": nv}, "cublas sgemv (torch.mv)",
-            t, 2.0 * nv * nv, 4.0 * (nv * nv + 2 * nv), check, extra={"repeat": 20})))
+            t, 2.0 * nv * nv, 4.0 * (nv * nv + 2 * nv), check,
+            extra={"repeat": 20, "kernels": kernels_launched(lambda: torch.mv(m, v))})))
     for dtype in matmul_dtypes:
         for s in matmul_sizes:
             repeat = 20 if s <= 1024 else 1

@@ -75,7 +75,7 @@ def cupy_copy_launch(a, out, n: int) -> Launch:
         return check_close(out, a, "source array", 0.0)
 
     return Launch("CuPy device-to-device copy", {"ceiling": True}, "cudaMemcpyAsync (CuPy)", run, check, 8.0 * n,
-                  0.0)
+                  0.0, library=True)
 
 
 def sweep_launches(n: int, smem_kib: list[int]) -> list[Launch]:

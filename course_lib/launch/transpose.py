@@ -65,7 +65,7 @@ def transpose_launches(n: int) -> list[Launch]:
         return check_close(copy_out, a, "source array", 0.0)
 
     launches.append(Launch("CuPy device-to-device copy", {"variant": "copy"}, "cudaMemcpyAsync (CuPy)", memcpy,
-                           lambda: check_copy(memcpy), nbytes))
+                           lambda: check_copy(memcpy), nbytes, library=True))
     vec4 = cuda.kernel("elementwise", "copy_vec4")
     g4, b4 = elementwise_launch("copy_vec4", n * n)
     vec4_run = lambda: vec4(g4, b4, (copy_out, a, cupy.int64(n * n)))

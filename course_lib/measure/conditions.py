@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from course_lib.core.gpu_monitor import clock_label
+from course_lib.core.timing import PROTOCOL_TOLERANCE
 from course_lib.measure.evidence import Case
 
 
@@ -21,11 +22,31 @@ def _protocol_cells(case: Case) -> dict:
     verdict = "agree" if second["agree"] else f"differ by {abs(second['ratio'] - 1):.1%} (flagged)"
     if len(second.get("attempts", [])) > 1 and second["agree"]:
         verdict += ", after a second measurement"
+    if "moves_between_runs" in case.extra:
+        verdict += f"; moved {case.extra['moves_between_runs']:.1%} between recorded runs (flagged)"
     return {"held calls µs": case.median_s * 1e6, "back-to-back µs": blocks * 1e6, "protocols": verdict}
 
 
 def flagged(case: Case) -> bool:
-    return case.power_limited or case.protocols_disagree
+    return case.power_limited or case.protocols_disagree or "moves_between_runs" in case.extra
+
+
+def runs_spread(result, name: str) -> float:
+    """(highest - lowest) / lowest of case ``name``'s median over the recorded runs."""
+    lo, _, hi = result.case_range_s(name)
+    return hi / lo - 1
+
+
+def mark_moving_references(result) -> list[str]:
+    """Flag each library reference whose median moved between the recorded runs by more than the
+    protocols' tolerance (``extra["moves_between_runs"]``: the spread); returns their names. The
+    recorder calls it, so a reference that does not reproduce is marked where it is shown."""
+    moving = []
+    for c in result.cases:
+        if is_reference(c) and len(result.runs()) > 1 and runs_spread(result, c.name) > PROTOCOL_TOLERANCE:
+            c.extra["moves_between_runs"] = runs_spread(result, c.name)
+            moving.append(c.name)
+    return moving
 
 
 def reference_rows(result, only_flagged: bool = False) -> list[dict]:

@@ -30,6 +30,7 @@ class Launch:
     launch: dict | None = None
     extra: dict = field(default_factory=dict)
     function: str | None = None      # the kernel's name under ncu; None: not profiled (library calls)
+    library: bool = False            # a library reference: timed by a second protocol too
 
 
 def measure(launches: list[Launch], samples: int, flush_l2: bool) -> list[Case]:
@@ -37,7 +38,7 @@ def measure(launches: list[Launch], samples: int, flush_l2: bool) -> list[Case]:
     cases = []
     for la in launches:
         check = la.check()
-        t = benchmark(la.run, samples, flush_l2=flush_l2)
+        t = benchmark(la.run, samples, flush_l2=flush_l2, reference=la.library)
         cases.append(require_passed(Case(la.name, la.params, la.kernel, t, la.flop, la.bytes,
                                           check, la.launch, extra=dict(la.extra))))
     return cases

@@ -41,6 +41,21 @@ def int_box(label: str, value: int, width: str = "150px") -> W.IntText:
                      style={"description_width": "initial"})
 
 
+def largest_memory_bytes(gpus) -> float:
+    return max(g.memory_bytes for g in gpus if g.memory_bytes)
+
+
+def check_fits(what: str, nbytes: float, gpu, gpus=()) -> None:
+    """A ValueError when ``nbytes`` of operands cannot be on ``gpu`` (its datasheet memory), or, for a
+    GPU with no memory figure (a typed-in one), on any GPU of ``gpus``."""
+    limit, where = gpu.memory_bytes, gpu.name
+    if not limit:
+        limit, where = largest_memory_bytes(gpus), "any GPU in the course's table"
+    if nbytes > limit:
+        raise ValueError(f"{what} take {nbytes / 1e9:,.4g} GB, more than the {limit / 1e9:,.0f} GB of {where}: "
+                         "no such problem fits on the GPU. Try a smaller size.")
+
+
 def error_html(message: str) -> str:
     return f'<div class="course-calc-error" style="color:#b00020">⚠ {html.escape(message)}</div>'
 

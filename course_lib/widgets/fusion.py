@@ -6,10 +6,10 @@ import html
 
 import ipywidgets as W
 
-from course_lib.core.hardware import SPECS, TERA, GpuSpec, spec
+from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, TERA, GpuSpec, spec
 from course_lib.core.validate import whole_numbers
 from course_lib.models import fusion
-from course_lib.widgets.base import _fmt_seconds, error_html, int_box, span
+from course_lib.widgets.base import _fmt_seconds, check_fits, error_html, int_box, span
 
 PRESET = "scale → bias → GELU → residual add"
 IDENTICAL = "k identical ops"
@@ -76,6 +76,8 @@ class FusionCalculator:
         """The chosen chain, its two plans, and (for k identical ops) the k where compute binds."""
         whole_numbers(M=self.m.value, N=self.n.value)
         elements, gpu = self.m.value * self.n.value, self.gpus[self.gpu.value]
+        check_fits(f"A {self.m.value:,}×{self.n.value:,} {self.dtype.value} tensor and its output",
+                   2 * elements * BYTES_PER_ELEMENT[self.dtype.value], gpu)
         if self.chain.value == PRESET:
             chain, k_star = fusion.scale_bias_gelu_residual(elements, self.dtype.value), None
         else:

@@ -1,13 +1,14 @@
 """Notebook 01's roofline calculator: any GPU and dtype, a GEMM of any shape, the bound and what sets it."""
 from __future__ import annotations
 
+import dataclasses
 import html
 
 import ipywidgets as W
 
-from course_lib.core.hardware import SPECS, TERA, GpuSpec, replace_peaks
+from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, TERA, GpuSpec, replace_peaks
 from course_lib.models import roofline
-from course_lib.widgets.base import _fmt_seconds, error_html
+from course_lib.widgets.base import _fmt_seconds, check_fits, error_html
 
 CUSTOM = "custom (type the roofs)"
 
@@ -34,7 +35,8 @@ class RooflineCalculator:
         self.gpus = {g.name: g for g in (gpus or [ROUND_B200, *SPECS.values()])}
         self.gpu = W.Dropdown(options=[*self.gpus, CUSTOM], description="GPU", layout=W.Layout(width="420px"))
         self.dtype = W.Dropdown(options=CALC_DTYPES, value=dtype, description="dtype")
-        self.n_slider = W.IntSlider(value=n, min=16, max=16384, step=16, description="N",
+        # step 1: a typed N is taken as typed (a coarser step would snap 750 to 736)
+        self.n_slider = W.IntSlider(value=min(max(n, 16), 16384), min=16, max=16384, step=1, description="N",
                                     continuous_update=False, layout=W.Layout(width="420px"))
         self.n = W.IntText(value=n, description="N =", layout=W.Layout(width="180px"))
         self.peak_tflops = W.FloatText(value=2000.0, description="peak TFLOP/s", disabled=True,
@@ -59,15 +61,18 @@ class RooflineCalculator:
             if not v > 0:
                 raise ValueError(f"{label} must be positive; you typed {v}. A GPU with no {label} runs nothing.")
         peak = self.peak_tflops.value * TERA
-        return replace_peaks(ROUND_B200, name="custom GPU", key="custom",
-                             bandwidth=self.bandwidth_tbps.value * TERA,
-                             peaks={d: peak for _, d in CALC_DTYPES}, source="typed in")
+        typed = replace_peaks(ROUND_B200, name="custom GPU", key="custom", bandwidth=self.bandwidth_tbps.value * TERA,
+                              peaks={d: peak for _, d in CALC_DTYPES}, source="typed in")
+        return dataclasses.replace(typed, memory_bytes=None)   # its memory was not typed in
 
     def estimate(self) -> roofline.SquareGemmEstimate:
         n = self.n.value
         if n < 1:
             raise ValueError(f"N must be at least 1 (a {n}×{n} matrix has no elements)")
-        return roofline.square_gemm(n, self.dtype.value, self.selected_gpu())
+        gpu = self.selected_gpu()
+        check_fits(f"A, B and C at N = {n:,}", 3 * n * n * BYTES_PER_ELEMENT[self.dtype.value], gpu,
+                   self.gpus.values())
+        return roofline.square_gemm(n, self.dtype.value, gpu)
 
     def _show_roofs(self) -> None:
         """The greyed boxes show the chosen GPU's own roofs (for the chosen dtype), not stale ones."""
@@ -88,7 +93,7 @@ class RooflineCalculator:
         if not custom:
             self._show_roofs()
         if 16 <= self.n.value <= 16384 and self.n_slider.value != self.n.value:
-            self.n_slider.value = (self.n.value // 16) * 16 or 16
+            self.n_slider.value = self.n.value
         try:
             e = self.estimate()
         except ValueError as exc:

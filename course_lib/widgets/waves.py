@@ -9,8 +9,8 @@ import ipywidgets as W
 
 from course_lib.core.hardware import SPECS, GpuSpec, spec
 from course_lib.figures.plots import PALETTE
-from course_lib.models import waves
-from course_lib.widgets.base import error_html, ink_on, int_box, span
+from course_lib.models import occupancy, waves
+from course_lib.widgets.base import check_fits, error_html, ink_on, int_box, span
 
 MAX_DRAWN_TILES = 64          # per side: beyond this the SVG grows heavy and the squares unreadable
 DRAWING_PX = 448
@@ -131,8 +131,16 @@ class WaveCalculator:
         self.n.value = change["new"]
 
     def compute(self) -> waves.Quantization:
-        return waves.quantize(self.m.value, self.n.value, self.block_m.value, self.block_n.value,
-                              self.gpus[self.gpu.value].sm_count, self.resident.value, self.split_k.value)
+        gpu = self.gpus[self.gpu.value]
+        most = occupancy.rules_for(gpu.compute_capability).max_blocks_per_sm
+        if self.resident.value > most:
+            raise ValueError(f"resident blocks/SM = {self.resident.value:,}: an SM of compute capability "
+                             f"{gpu.compute_capability} ({gpu.name}) holds at most {most} blocks at once")
+        m, n, k = self.m.value, self.n.value, self.k.value
+        if min(m, n, k) > 0:
+            check_fits(f"A, B and C of a {m:,}×{n:,}×{k:,} bf16 GEMM", 2 * (m * k + k * n + m * n), gpu)
+        return waves.quantize(m, n, self.block_m.value, self.block_n.value, gpu.sm_count, self.resident.value,
+                              self.split_k.value)
 
     def _refresh(self, change=None):
         if 1 <= self.n.value <= N_SLIDER_MAX:

@@ -1,54 +1,45 @@
 """Claims of 01_roofline's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+import importlib.util
+from pathlib import Path
+
 from course_lib.core import hardware
+from course_lib.measure.ceilings import MeasuredCeilings, roofline_points
 from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import roofline
 
+_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
+shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shared)
+
 ROOFLINE, COPY, MATMUL = "roofline.measured", "machine.copy_bandwidth", "machine.matmul_peak"
-
-# --------------------------------------------------------------------------- the same run's ceilings
-# A claim's quantity is handed one experiment's result, but a "% of roof" needs the ceilings, which are
-# other experiments of the same run (machine.copy_bandwidth, machine.matmul_peak), exactly as the notebook's
-# roofline_points builds them. claims.check goes through CLAIMS in order for each run in turn (the record,
-# then the committed live run), so the ceiling claims, which come first, leave their result here, keyed by
-# the run's mode ("recorded" or "live"), for the claims after them.
-_SAME_RUN: dict = {}
-
-
-def kept(quantity):
-    def q(result):
-        _SAME_RUN[(result.mode, result.experiment)] = result
-        return quantity(result)
-    return q
-
-
-def same_run(result, experiment):
-    """``experiment``'s result from the run ``result`` came from (a KeyError, which claims.check reports,
-    if no earlier claim kept it)."""
-    return _SAME_RUN[(result.mode, experiment)]
-
-
-def copy_tb_per_s(result) -> float:
-    return result.case("CuPy device-to-device copy").bandwidth_bytes_per_s / 1e12
+# A "% of roof" needs the ceilings, which are other experiments of the same run: such a claim names all
+# three, and its quantity takes one result of each, in this order.
+UNDER_ROOFS = (ROOFLINE, COPY, MATMUL)
 
 
 def matmul_peak_tflop(result, dtype: str) -> float:
     return next(c.flop_per_s for c in result.cases if c.params["dtype"] == dtype) / 1e12
 
 
-def of_roof(result, name: str) -> float:
-    """The `% of roof` column of the measured table (ceilings.roofline_points), as a fraction."""
-    c = result.case(name)
-    bw = same_run(result, COPY).case("CuPy device-to-device copy").bandwidth_bytes_per_s
-    peak = matmul_peak_tflop(same_run(result, MATMUL), c.params.get("matmul_dtypes", "fp32")) * 1e12
-    return c.flop_per_s / min(peak, bw * c.flop / c.bytes)
+def ceilings(copy, matmul) -> MeasuredCeilings:
+    """The run's ceilings, as ceilings.measured_ceilings builds them from its two experiments."""
+    return MeasuredCeilings(copy.gpu, copy.provenance, shared.copy_bandwidth(copy),
+                            {c.params["dtype"]: c.flop_per_s for c in matmul.cases}, None, copy.machine, matmul.machine)
 
 
-def roof_tflop(result, name: str) -> float:
-    c = result.case(name)
-    bw = same_run(result, COPY).case("CuPy device-to-device copy").bandwidth_bytes_per_s
-    peak = matmul_peak_tflop(same_run(result, MATMUL), c.params.get("matmul_dtypes", "fp32")) * 1e12
-    return min(peak, bw * c.flop / c.bytes) / 1e12
+def point(measured, copy, matmul, name: str) -> dict:
+    """Case ``name``'s row of the measured table (ceilings.roofline_points, as the notebook builds it)."""
+    return next(p for p in roofline_points(measured, ceilings(copy, matmul)) if p["label"] == name)
+
+
+def of_roof(measured, copy, matmul, name: str) -> float:
+    """The `% of roof` column of the measured table, as a fraction."""
+    return point(measured, copy, matmul, name)["% of roof"] / 100
+
+
+def roof_tflop(measured, copy, matmul, name: str) -> float:
+    return point(measured, copy, matmul, name)["roof TFLOP/s"]
 
 
 def median_us(result, name: str) -> float:
@@ -75,9 +66,8 @@ def crossover(gpu, dtype: str, b: int) -> float:
 ROUND_B200 = roofline.ridge_point(2e15, 8e12)
 
 CLAIMS = [
-    # the ceilings first: the "% of roof" claims below read them (see kept)
-    Measured("The roof is a copy", COPY, kept(copy_tb_per_s), (3.5, 5.0), unit=" TB/s"),
-    Measured("the compute roof *is* an 8192 matmul", MATMUL, kept(lambda r: matmul_peak_tflop(r, "bf16")),
+    Measured("The roof is a copy", COPY, shared.copy_tb_per_s, (3.5, 5.0), unit=" TB/s"),
+    Measured("the compute roof *is* an 8192 matmul", MATMUL, lambda r: matmul_peak_tflop(r, "bf16"),
              (600, 900), unit=" TFLOP/s"),
 
     Analytic("why a B200 needs about 250–280 FLOPs per byte", lambda: (ROUND_B200, ridge(B200)),
@@ -109,10 +99,10 @@ CLAIMS = [
              [(2.35, 2.45), (2.25, 2.35)], unit="×"),
 
     # measured, against the same run's ceilings
-    Measured("at the roof or up to 2% above it", ROOFLINE, lambda r: of_roof(r, "vector add, n=67108864"),
+    Measured("at the roof or up to 2% above it", UNDER_ROOFS, lambda *run: of_roof(*run, "vector add, n=67108864"),
              (0.995, 1.02), unit="%"),
-    Measured("they reach about two thirds of it (65–70%)", ROOFLINE,
-             lambda r: (of_roof(r, "matrix-vector fp32, n=4096"), of_roof(r, "matrix-vector fp32, n=8192")),
+    Measured("they reach about two thirds of it (65–70%)", UNDER_ROOFS,
+             lambda *run: (of_roof(*run, "matrix-vector fp32, n=4096"), of_roof(*run, "matrix-vector fp32, n=8192")),
              [(0.64, 0.71), (0.64, 0.71)], unit="%"),
     Measured("which the 64×64 matmuls below put at a few microseconds", ROOFLINE,
              lambda r: (median_us(r, "matmul fp32, n=64"), median_us(r, "matmul bf16, n=64")),
@@ -120,14 +110,14 @@ CLAIMS = [
     Measured("in a call of about 24 µs at n = 4096", ROOFLINE, lambda r: median_us(r, "matrix-vector fp32, n=4096"),
              (22, 26), unit=" µs"),
     # "most of their measured peaks": the least of them, from n = 2048 up, both dtypes
-    Measured("From a few thousand up, fp32 and bf16 matmuls reach most of their measured peaks", ROOFLINE,
-             lambda r: min(of_roof(r, n) for n in LARGE), (0.75, 1.1), unit="%"),
-    Measured("this point lands within a few percent of 100%, above or below", ROOFLINE,
-             lambda r: (of_roof(r, "matmul fp32, n=8192"), of_roof(r, "matmul bf16, n=8192")),
+    Measured("From a few thousand up, fp32 and bf16 matmuls reach most of their measured peaks", UNDER_ROOFS,
+             lambda *run: min(of_roof(*run, n) for n in LARGE), (0.75, 1.1), unit="%"),
+    Measured("this point lands within a few percent of 100%, above or below", UNDER_ROOFS,
+             lambda *run: (of_roof(*run, "matmul fp32, n=8192"), of_roof(*run, "matmul bf16, n=8192")),
              [(0.95, 1.05), (0.95, 1.05)], unit="%"),
     Analytic("a 64³ fp32 matmul has I ≈ 10.7", lambda: roofline.gemm_intensity(64, 64, 64, 4), (10.65, 10.75)),
-    Measured("says they could run at tens of TFLOP/s", ROOFLINE,
-             lambda r: (roof_tflop(r, "matmul fp32, n=64"), roof_tflop(r, "matmul bf16, n=64")),
+    Measured("says they could run at tens of TFLOP/s", UNDER_ROOFS,
+             lambda *run: (roof_tflop(*run, "matmul fp32, n=64"), roof_tflop(*run, "matmul bf16, n=64")),
              [(10, 99), (10, 99)], unit=" TFLOP/s"),
     Measured("they run at 0.1–0.2 TFLOP/s", ROOFLINE, lambda r: tuple(r.case(n).flop_per_s / 1e12 for n in N64),
              [(0.08, 0.22)] * 4, unit=" TFLOP/s"),

@@ -1,32 +1,22 @@
 """Claims of 03_occupancy's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+import importlib.util
+from pathlib import Path
+
 from course_lib.core import hardware
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import occupancy as occ
 
+_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
+shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shared)
+
 SWEEP, ILP, SPILL, LATENCY = "occupancy.smem_sweep", "occupancy.ilp", "occupancy.register_spill", "pipeline.latency"
 HBM_CHASE = {"l1_footprints": [], "l2_footprints": [1 << 30]}   # the notebook's run: notebook 09's 1 GiB chase
 KIB = 1024
-
-# --------------------------------------------------------------------------- the same run's results
 # Little's law multiplies a latency (pipeline.latency) by a bandwidth (occupancy.smem_sweep's copy), two
-# experiments of the same run, while a claim's quantity is handed one result. claims.check goes through CLAIMS
-# in order for each run in turn (the record, then the committed live run), so the claims that come first leave
-# their result here, keyed by the run's mode ("recorded" or "live"), for the claims after them.
-_SAME_RUN: dict = {}
-
-
-def kept(quantity):
-    def q(result):
-        _SAME_RUN[(result.mode, result.experiment)] = result
-        return quantity(result)
-    return q
-
-
-def same_run(result, experiment):
-    """``experiment``'s result from the run ``result`` came from (a KeyError, which claims.check reports,
-    if no earlier claim kept it)."""
-    return _SAME_RUN[(result.mode, experiment)]
+# experiments of the same run: such a claim names both, and its quantity takes one result of each.
+LITTLE = (SWEEP, LATENCY)
 
 
 def hbm_latency_ns(result) -> float:
@@ -35,18 +25,14 @@ def hbm_latency_ns(result) -> float:
     return c.median_s / c.extra["hops"] * 1e9
 
 
-def copy_bw(result) -> float:
-    return result.case("CuPy device-to-device copy").bandwidth_bytes_per_s
-
-
 def read_tb_per_s(result) -> float:
     """A copy's bandwidth counts reads and writes; only the loads wait for their data."""
-    return copy_bw(result) / 2 / 1e12
+    return shared.copy_tb_per_s(result) / 2
 
 
-def in_flight_bytes(sweep) -> float:
+def in_flight_bytes(sweep, latency) -> float:
     """B · L across the GPU: the copy's read bandwidth times the idle HBM latency of the same run."""
-    return read_tb_per_s(sweep) * 1e12 * hbm_latency_ns(same_run(sweep, LATENCY)) * 1e-9
+    return read_tb_per_s(sweep) * 1e12 * hbm_latency_ns(latency) * 1e-9
 
 
 def sms(result) -> int:
@@ -61,7 +47,7 @@ ACHIEVED, THEORETICAL = "sm__warps_active.avg.pct_of_peak_sustained_active", "sm
 
 
 def copies(result):
-    return [c for c in result.cases if "ncu" in c.extra and c.name != "CuPy device-to-device copy"]
+    return [c for c in result.cases if "ncu" in c.extra and c.name != shared.COPY_CASE]
 
 
 def model_residency(result, c) -> occ.Residency:
@@ -84,7 +70,7 @@ def ilp_case(result, ilp: int, blocks: int):
 
 
 def of_copy(result, c) -> float:
-    return c.bandwidth_bytes_per_s / copy_bw(result)
+    return c.bandwidth_bytes_per_s / shared.copy_bandwidth(result)
 
 
 def equal_bytes_ratio(result) -> float:
@@ -129,9 +115,8 @@ def spill_states(result) -> tuple:
 
 
 CLAIMS = [
-    # kept first: the Little's-law claims below read this run's HBM latency
     Measured("Notebook 09's pointer chase times a load from HBM with the memory system idle: about 350 ns",
-             LATENCY, kept(hbm_latency_ns), (335, 365), params=HBM_CHASE, unit=" ns"),
+             LATENCY, hbm_latency_ns, (335, 365), params=HBM_CHASE, unit=" ns"),
 
     Analytic("it still allows three blocks", lambda: (SENS[3]["shared ceiling"], SENS[3]["resident blocks"]),
              [(3, 3), (3, 3)]),
@@ -143,7 +128,7 @@ CLAIMS = [
              lambda: (164 // 32, SENS_A100[1]["shared ceiling"]), [(5, 5), (4, 4)]),
 
     Measured("Occupancy falls in steps (a few KiB more shared memory changes nothing until a block no longer fits), "
-             "and the bandwidth of this copy falls with it", SWEEP, kept(sweep_monotone), (0, 0.99), unit="×"),
+             "and the bandwidth of this copy falls with it", SWEEP, sweep_monotone, (0, 0.99), unit="×"),
     Measured("With half of the SM's warp slots filled, eight independent loads per thread move more bytes per second "
              "than one load per thread with every slot filled; with a quarter of the slots, they still do", ILP,
              lambda r: (ilp_case(r, 8, 4).bandwidth_bytes_per_s / ilp_case(r, 1, 8).bandwidth_bytes_per_s,
@@ -151,8 +136,9 @@ CLAIMS = [
              [(1.05, 3), (1.05, 3)], unit="×"),
 
     Measured("the copy's read half, about 2.1 TB/s", SWEEP, read_tb_per_s, (2.0, 2.2), unit=" TB/s"),
-    Measured("B · L ≈ 0.7 MB in flight across the GPU, about 5 KiB per SM of its 132", SWEEP,
-             lambda r: (in_flight_bytes(r) / 1e6, in_flight_bytes(r) / sms(r) / KIB, sms(r)),
+    Measured("B · L ≈ 0.7 MB in flight across the GPU, about 5 KiB per SM of its 132", LITTLE,
+             lambda sweep, lat: (in_flight_bytes(sweep, lat) / 1e6, in_flight_bytes(sweep, lat) / sms(sweep) / KIB,
+                                 sms(sweep)),
              [(0.65, 0.78), (4.5, 5.8), (132, 132)]),
     Measured("One 4-byte load per thread at full residency (2,048 threads) keeps 8 KiB per SM, more than that, and "
              "yet that point reaches only about 60–65% of the copy", ILP,
@@ -160,9 +146,9 @@ CLAIMS = [
              [(8, 8), (0.58, 0.67)], unit="%"),
     Measured("only from about 32 KiB per SM do all the points reach 90% of the copy", ILP, knee,
              [(0.9, 1.05), (0.0, 0.9)], unit="%"),
-    # 32 KiB against this run's B · L per SM (the sweep's copy and the chase, kept above)
-    Measured("about six times the idle prediction", ILP,
-             lambda r: 32 * KIB / (in_flight_bytes(same_run(r, SWEEP)) / sms(r)), (5, 7), unit="×"),
+    # 32 KiB against this run's B · L per SM (the sweep's copy and the chase)
+    Measured("about six times the idle prediction", (ILP, *LITTLE),
+             lambda ilp, sweep, lat: 32 * KIB / (in_flight_bytes(sweep, lat) / sms(ilp)), (5, 7), unit="×"),
     Measured("the one-load copy at full residency keeps only about 70% of the SM's warp slots occupied on average, "
              "not 100%", ILP, lambda r: ncu(ilp_case(r, 1, 8), ACHIEVED) / 100, (0.65, 0.76), unit="%"),
 

@@ -1,35 +1,21 @@
 """Claims of 04_coalescing's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+import importlib.util
+from pathlib import Path
+
 from course_lib.labs import coalescing as lab
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import memory
 
+_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
+shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shared)
+
 COPY, STRIDED, PATTERNS = "machine.copy_bandwidth", "coalescing.strided_copy", "coalescing.patterns"
 
-# --------------------------------------------------------------------------- the same run's results
 # The model's GB/s divide by the copy ceiling (machine.copy_bandwidth), and the stride-1 copy is set beside the
-# float4 copy of coalescing.patterns: other experiments of the same run, while a claim's quantity is handed one
-# result. claims.check goes through CLAIMS in order for each run in turn (the record, then the committed live
-# run), so the claims that come first leave their result here, keyed by the run's mode ("recorded" or "live"),
-# for the claims after them.
-_SAME_RUN: dict = {}
-
-
-def kept(quantity):
-    def q(result):
-        _SAME_RUN[(result.mode, result.experiment)] = result
-        return quantity(result)
-    return q
-
-
-def same_run(result, experiment):
-    """``experiment``'s result from the run ``result`` came from (a KeyError, which claims.check reports,
-    if no earlier claim kept it)."""
-    return _SAME_RUN[(result.mode, experiment)]
-
-
-def ceiling(result) -> float:
-    return same_run(result, COPY).case("CuPy device-to-device copy").bandwidth_bytes_per_s
+# float4 copy of coalescing.patterns: other experiments of the same run. Such a claim names them all, e.g.
+# (STRIDED, COPY), and its quantity takes one result of each, in that order.
 
 
 def efficiency(**kw) -> float:
@@ -54,13 +40,18 @@ def worst_gap(rows, a: str, b: str) -> float:
     return max(abs(r[a] / r[b] - 1) for r in rows)
 
 
-def over_64b_model(result, strides) -> tuple:
-    rows = {r["case"]: r for r in lab.dram_rows(result, ceiling(result))}
+def over_64b_model(result, copy, strides) -> tuple:
+    rows = {r["case"]: r for r in lab.dram_rows(result, shared.copy_bandwidth(copy))}
     return tuple(rows[f"stride {s}"]["measured / 64-B model"] for s in strides)
 
 
 def bandwidth(result, name: str) -> float:
     return result.case(name).bandwidth_bytes_per_s
+
+
+def over_model(result, copy) -> dict:
+    """The copy table's "measured / model" (lab.copy_rows against this run's copy ceiling) by case name."""
+    return {x["case"]: x["measured / model"] for x in lab.copy_rows(result, shared.copy_bandwidth(copy))}
 
 
 OFFSETS = ["offset 1 (4 bytes)", "offset 2 (8 bytes)", "offset 4 (16 bytes)"]
@@ -81,9 +72,7 @@ def block_span_bytes(stride: int) -> int:
 
 
 CLAIMS = [
-    # kept first: the claims below divide by this run's copy ceiling
-    Measured("The prediction uses the copy ceiling from notebook 00's", COPY,
-             kept(lambda r: r.case("CuPy device-to-device copy").bandwidth_bytes_per_s / 1e12), (3.5, 5.0),
+    Measured("The prediction uses the copy ceiling from notebook 00's", COPY, shared.copy_tb_per_s, (3.5, 5.0),
              unit=" TB/s"),
 
     Analytic("32 consecutive fp32 values starting on a sector boundary fill exactly 4 sectors (100%)",
@@ -114,10 +103,11 @@ CLAIMS = [
              lambda r: worst_gap(stride_rows(r, ALL_STRIDES), "ncu DRAM read MB", "model DRAM read MB, 64-B blocks"),
              (0, 0.01), unit="%"),
 
-    Measured("With 64-byte blocks the model follows the measurement for small and medium strides", STRIDED,
-             lambda r: over_64b_model(r, [1, 2, 3, 4, 8, 9, 16]), [(0.93, 1.1)] * 7, unit="×"),
-    Measured("The widest strides fall below even that", STRIDED, lambda r: over_64b_model(r, [33, 1025]),
-             [(0.5, 0.93)] * 2, unit="×"),
+    Measured("With 64-byte blocks the model follows the measurement for small and medium strides",
+             (STRIDED, COPY), lambda r, copy: over_64b_model(r, copy, [1, 2, 3, 4, 8, 9, 16]),
+             [(0.93, 1.1)] * 7, unit="×"),
+    Measured("The widest strides fall below even that", (STRIDED, COPY),
+             lambda r, copy: over_64b_model(r, copy, [33, 1025]), [(0.5, 0.93)] * 2, unit="×"),
     Measured("the profiler shows DRAM moving the *same* bytes for all strides from 16 up", STRIDED,
              lambda r: max(x["ncu DRAM read MB"] for x in stride_rows(r, [16, 33, 1025]))
              / min(x["ncu DRAM read MB"] for x in stride_rows(r, [16, 33, 1025])) - 1, (0, 0.01), unit="%"),
@@ -129,9 +119,9 @@ CLAIMS = [
     Analytic("(16 sectors per warp, 25%)", lambda: (memory.strided_sectors(4).n_sectors, memory.strided_sectors(4).efficiency),
              [(16, 16), (0.2499, 0.2501)], unit="%"),
     Analytic("or a dense array of x (4 sectors, 100%)", lambda: efficiency(), (1.0, 1.0), unit="%"),
-    Measured("All three are 100% efficient by the sector count", PATTERNS,   # kept: the stride-1 claim reads it
-             kept(lambda r: tuple(r.case(n).extra["model"]["read_efficiency"] for n in
-                             ("4 bytes per thread (copy)", "8 bytes per thread (copy_vec2)", "16 bytes per thread (copy_vec4)"))),
+    Measured("All three are 100% efficient by the sector count", PATTERNS,
+             lambda r: tuple(r.case(n).extra["model"]["read_efficiency"] for n in
+                             ("4 bytes per thread (copy)", "8 bytes per thread (copy_vec2)", "16 bytes per thread (copy_vec4)")),
              [(1.0, 1.0)] * 3, unit="%"),
 
     Measured("the L1 → L2 column shows the extra sector almost never leaves the SM", PATTERNS, offset_l1_to_l2_excess,
@@ -139,17 +129,18 @@ CLAIMS = [
     Measured("and DRAM reads the requested bytes", PATTERNS,
              lambda r: tuple(dram_over_requested(profile(r)[n]) for n in OFFSETS), [(0.99, 1.01)] * 3, unit="×"),
     Measured("So the misaligned copies run at about the aligned copy's speed, well above the \"no reuse\" prediction",
-             PATTERNS, lambda r: tuple(bandwidth(r, n) / bandwidth(r, "offset 0 (0 bytes)") for n in OFFSETS)
-             + tuple(x["measured / model"] for x in lab.copy_rows(r, ceiling(r)) if x["case"] in OFFSETS),
+             (PATTERNS, COPY),
+             lambda r, copy: tuple(bandwidth(r, n) / bandwidth(r, "offset 0 (0 bytes)") for n in OFFSETS)
+             + tuple(over_model(r, copy)[n] for n in OFFSETS),
              [(0.97, 1.03)] * 3 + [(1.04, 1.25)] * 3, unit="×"),
     Analytic("At the request boundary misalignment costs 20%", lambda: 1 - efficiency(offset_bytes=4), (0.199, 0.201),
              unit="%"),
     Measured("at DRAM, here, almost nothing", PATTERNS,
              lambda r: max(dram_over_requested(profile(r)[n]) for n in OFFSETS) - 1, (0, 0.01), unit="%"),
-    Measured("DRAM reads the whole array, four times the useful bytes, and the time follows the model", PATTERNS,
-             lambda r: (dram_over_requested(profile(r)["array of structures: x of 16-byte particles"]),
-                        next(x["measured / model"] for x in lab.copy_rows(r, ceiling(r))
-                             if x["case"] == "array of structures: x of 16-byte particles")),
+    Measured("DRAM reads the whole array, four times the useful bytes, and the time follows the model",
+             (PATTERNS, COPY),
+             lambda r, copy: (dram_over_requested(profile(r)["array of structures: x of 16-byte particles"]),
+                              over_model(r, copy)["array of structures: x of 16-byte particles"]),
              [(3.95, 4.05), (0.93, 1.1)], unit="×"),
     Measured("all three are 100% efficient by the sector count and read the same DRAM bytes", PATTERNS,
              lambda r: tuple(dram_over_requested(profile(r)[n]) for n in
@@ -158,8 +149,9 @@ CLAIMS = [
     Measured("it reaches about two thirds of the float4 copy's bandwidth", PATTERNS,
              lambda r: bandwidth(r, "4 bytes per thread (copy)") / bandwidth(r, "16 bytes per thread (copy_vec4)"),
              (0.6, 0.72), unit="×"),
-    Measured("and it runs within a few percent of the float4 copy", STRIDED,
-             lambda r: bandwidth(r, "stride 1") / bandwidth(same_run(r, PATTERNS), "16 bytes per thread (copy_vec4)"),
+    Measured("and it runs within a few percent of the float4 copy", (STRIDED, PATTERNS),
+             lambda strided, patterns: (bandwidth(strided, "stride 1")
+                                        / bandwidth(patterns, "16 bytes per thread (copy_vec4)")),
              (0.95, 1.05), unit="×"),
     Measured("four times as many blocks as the float4 copy, 262,144", PATTERNS,
              lambda r: (r.case("4 bytes per thread (copy)").launch["grid"][0]

@@ -1,10 +1,11 @@
 """Claims of 10_hopper_gemm's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook.
 
-Every "% of cuBLAS" here is a range, checked in each run that states it (the ladder and the ablations):
-cuBLAS's own rate at 4096³ moves between runs, and at 8192³ both it and the rungs run against the power
-cap, so no single share is stated."""
-from course_lib.core import hardware
+Every "% of cuBLAS" here is a range, checked in each run that states it (the ladder and the ablations).
+At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited) and rung 5's share is
+89–90% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 8% apart,
+so the share there is stated as the range it takes over the recorded and live runs."""
+from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.labs import hopper_gemm as lab
 from course_lib.measure.claims import Analytic, Given, Measured
 
@@ -57,16 +58,10 @@ def cublas(r, shape: str) -> float:
     return rate(r, "cuBLAS bf16", shape)
 
 
-def ladder_rung5_share(shape: str):
-    return lambda r: rung_rate(r, 5, shape) / cublas(r, shape)
-
-
-def ablation_rung5_share(shape: str):
-    return lambda r: rate(r, "rung 5 as built", shape) / cublas(r, shape)
-
-
 def rung1_rates(r):
-    return min(rung_rate(r, 1, s) for s in (S4, S8, SK)), rung_rate(r, 1, S2)
+    """(lowest, highest) rung 1 rate at the three larger shapes, its rate at 2048³."""
+    rates = [rung_rate(r, 1, s) for s in (S4, S8, SK)]
+    return min(rates), max(rates), rung_rate(r, 1, S2)
 
 
 def ring_gain_long_k(r) -> float:
@@ -86,9 +81,8 @@ def largest_step_at_4096(r) -> float:
 
 
 def rung5_over_rung4(r):
-    """(the larger gain at 4096³ and 8192³, the change at 2048³, the change at the K-heavy shape)."""
-    g = {s: rung_rate(r, 5, s) / rung_rate(r, 4, s) - 1 for s in SHAPES}
-    return max(g[S4], g[S8]), g[S2], g[SK]
+    """Rung 5's rate over rung 4's, less 1: at 4096³, 8192³, 2048³ and the K-heavy shape."""
+    return tuple(rung_rate(r, 5, s) / rung_rate(r, 4, s) - 1 for s in (S4, S8, S2, SK))
 
 
 def rung6_longer(r):
@@ -106,6 +100,94 @@ def slower_at_8192(r):
 def cublas_loses_more(rung5: str):
     """cuBLAS's 8192³-over-4096³ rate ratio over rung 5's (below 1: cuBLAS loses more)."""
     return lambda r: (cublas(r, S8) / cublas(r, S4)) / (rate(r, rung5, S8) / rate(r, rung5, S4))
+
+
+# --------------------------------------------------------------------------- conditions (course_lib.measure.conditions)
+
+def cublas_case(r, shape: str):
+    return r.case(f"cuBLAS bf16, {shape}")
+
+
+def protocol_gap(shape: str):
+    """How far apart cuBLAS's two timing protocols came out (the harness's held calls over the blocks)."""
+    return lambda r: abs(cublas_case(r, shape).extra["second_protocol"]["ratio"] - 1)
+
+
+def protocols_agree(shape: str):
+    return lambda r: float(cublas_case(r, shape).extra["second_protocol"]["agree"])
+
+
+def power_limited_share(shape: str):
+    """The share of the run's cases at ``shape`` (rungs or variants, and cuBLAS) marked power-limited."""
+    def q(r):
+        cases = [c for c in r.cases if c.name.endswith(shape)]
+        return sum(c.power_limited for c in cases) / len(cases)
+    return q
+
+
+def rungs_and_cublas_power_limited(shape: str):
+    """(the share of the six rungs marked power-limited at ``shape``, 1 if cuBLAS was)."""
+    return lambda r: (sum(r.case(f"{k}, {shape}").power_limited for k in RUNG.values()) / len(RUNG),
+                      float(cublas_case(r, shape).power_limited))
+
+
+def lowest_clocks(shape: str):
+    """(least, most) of the cases' lowest SM clock during their timings at ``shape``, in MHz."""
+    def q(r):
+        lows = [c.extra["gpu_during"]["sm_mhz"]["min"] for c in r.cases if c.name.endswith(shape)]
+        return min(lows), max(lows)
+    return q
+
+
+def max_clock_during(r) -> float:
+    return max(c.extra["gpu_during"]["max_sm_mhz"] for c in r.cases)
+
+
+def cublas_kernel(r, shape: str) -> str:
+    return next(k for k in cublas_case(r, shape).extra["kernels"] if not str(k).startswith("Memset"))
+
+
+def other_kernel_at_8192(r) -> float:
+    return float("_320x128_" in cublas_kernel(r, S8) and "_256x128_" in cublas_kernel(r, S4))
+
+
+def rung5_name(r) -> str:
+    return RUNG[5] if f"{RUNG[5]}, {S4}" in {c.name for c in r.cases} else "rung 5 as built"
+
+
+def share(shape: str):
+    """Rung 5's rate over cuBLAS's in the same run (the ladder's rung 5 or the ablations' base build)."""
+    return lambda r: rate(r, rung5_name(r), shape) / cublas(r, shape)
+
+
+def steady_at_4096(r):
+    """(rung 5's share, cuBLAS's protocols agreed, the share of cases marked power-limited), at 4096³."""
+    return share(S4)(r), protocols_agree(S4)(r), power_limited_share(S4)(r)
+
+
+def short_of_target(r):
+    """(1 if rung 5's share at 4096³ is below the 95% target, its rate's shortfall against cuBLAS's)."""
+    s = share(S4)(r)
+    return float(s < TARGET), 1 - s
+
+
+def at_8192(r):
+    """(rung 5 and cuBLAS marked power-limited, cuBLAS's protocol gap, rung 5's share), at 8192³."""
+    return (float(r.case(f"{rung5_name(r)}, {S8}").power_limited), float(cublas_case(r, S8).power_limited),
+            protocol_gap(S8)(r), share(S8)(r))
+
+
+def at_2048(r):
+    """(rung 5's share, 1 if rung 2 is the fastest rung, rung 2's share), at 2048³."""
+    best = max(RUNG, key=lambda n: rung_rate(r, n, S2))
+    return share(S2)(r), float(best == 2), rung_rate(r, 2, S2) / cublas(r, S2)
+
+
+def at_long_k(r):
+    return (share(SK)(r),) + rungs_and_cublas_power_limited(SK)(r)
+
+
+TARGET = 0.95   # the course's target for this GEMM: 95% of cuBLAS at 4096³ and 8192³
 
 
 # --------------------------------------------------------------------------- the ablations
@@ -194,8 +276,8 @@ def intensity(bm: int, bn: int) -> float:
 
 CLAIMS = [
     # the headline
-    Measured("comes within about 10% of cuBLAS at 4096³", LADDER, ladder_rung5_share(S4), (0.86, 1.05), unit="%"),
-    Measured("comes within about 10% of cuBLAS at 4096³", ABLATIONS, ablation_rung5_share(S4), (0.86, 1.05), unit="%"),
+    Measured("reaches about 90% of cuBLAS at 4096³", LADDER, share(S4), (0.885, 0.905), unit="%"),
+    Measured("reaches about 90% of cuBLAS at 4096³", ABLATIONS, share(S4), (0.885, 0.905), unit="%"),
 
     # the ceilings
     Measured("reaches 96–98% of the datasheet's 989 TFLOP/s at every N and from either operand source", CEILINGS,
@@ -214,22 +296,23 @@ CLAIMS = [
     # cuBLAS's rate is in another experiment: checked against a bound above the ceiling (627-628 TFLOP/s)
     Measured("stops near 630, below what cuBLAS reaches at 4096³ in the ladder below", LADDER,
              lambda r: cublas(r, S4), (650, 1000), unit=" TFLOP/s"),
-    Measured("at 8192³, where the GPU runs against its power cap, cuBLAS comes out at about that ceiling", LADDER,
-             lambda r: cublas(r, S8), (600, 660), unit=" TFLOP/s"),
-    Measured("at 8192³, where the GPU runs against its power cap, cuBLAS comes out at about that ceiling", ABLATIONS,
-             lambda r: cublas(r, S8), (590, 670), unit=" TFLOP/s"),
+    Measured("and below the 685–724 TFLOP/s cuBLAS reaches at 8192³ even power-limited", LADDER,
+             lambda r: (cublas(r, S8), float(cublas_case(r, S8).power_limited)), [(684, 725), (1, 1)], unit=" TFLOP/s"),
+    Measured("and below the 685–724 TFLOP/s cuBLAS reaches at 8192³ even power-limited", ABLATIONS,
+             lambda r: (cublas(r, S8), float(cublas_case(r, S8).power_limited)), [(684, 725), (1, 1)], unit=" TFLOP/s"),
 
     # the ladder, rung by rung
-    Measured("With no pipeline at all it reaches over 500 TFLOP/s at the three larger shapes (about 430 at 2048³)",
-             LADDER, rung1_rates, [(500, 620), (410, 450)], unit=" TFLOP/s"),
+    Measured("With no pipeline at all it reaches 495–575 TFLOP/s at the three larger shapes (about 430 at 2048³)",
+             LADDER, rung1_rates, [(494, 575), (494, 575), (410, 450)], unit=" TFLOP/s"),
     Measured("The ablations below hold it to one block per SM, and it runs at half its speed or less", ABLATIONS,
              rung1_held_speed, [(0.3, 0.51), (0.3, 0.51)], unit="×"),
     Measured("and the four-slot ring is slower than rung 1", ABLATIONS, four_slot_ring_over_rung1,
              [(1.01, 2), (1.01, 2)], unit="×"),
     Measured("Where K is long (2048×2048×16384) the ring gains the most over rung 1", LADDER, ring_gain_long_k,
              (1.01, 2), unit="×"),
-    Measured("gains only a few percent over rung 2 at 4096³ and 8192³, and is slower at 2048³ and at the K-heavy shape",
-             LADDER, rung3_over_rung2, [(1.0, 1.06), (1.0, 1.06), (0.8, 0.97), (0.8, 0.97)], unit="×"),
+    Measured("is level with rung 2 at 4096³ (within 1%), gains a few percent over it at 8192³, and is slower at 2048³ "
+             "and at the K-heavy shape", LADDER, rung3_over_rung2,
+             [(0.99, 1.01), (1.015, 1.06), (0.8, 0.97), (0.8, 0.97)], unit="×"),
     Measured("halves the wgmma instructions (ncu, below)", PROFILE, metric_ratio(GMMA_COUNT, RUNG[4], RUNG[3]),
              (0.5, 0.5), unit="×"),
     Analytic("cuts the bytes read from L2 per FLOP by a quarter", lambda: intensity(128, 128) / intensity(128, 256),
@@ -237,16 +320,36 @@ CLAIMS = [
     Analytic("rises from 64 to 85 FLOP/byte", lambda: (intensity(128, 128), intensity(128, 256)),
              [(64, 64), (85, 86)]),
     Measured("and is the largest step at 4096³", LADDER, largest_step_at_4096, (4, 4)),
-    Measured("adds at most about 2% to rung 4's rate, and is within about 1% of it at 2048³ and at the K-heavy shape",
-             LADDER, rung5_over_rung4, [(0.01, 0.03), (-0.015, 0.015), (-0.015, 0.015)], unit="%"),
+    Measured("adds 1–2% to rung 4's rate at 4096³ and 8192³, loses about 1–2% at 2048³, and is within about 1% of it "
+             "at the K-heavy shape", LADDER, rung5_over_rung4,
+             [(0.009, 0.022), (0.009, 0.022), (-0.022, -0.007), (-0.015, 0.015)], unit="%"),
     Measured("what ncu shows for it is fewer L2 bytes than rung 4", PROFILE, metric_ratio(L2, RUNG[5], RUNG[4]),
              (0.8, 0.95), unit="×"),
     Measured("at every shape: its kernels take 25–40% longer than rung 5's", LADDER, rung6_longer,
              [(0.22, 0.43), (0.22, 0.43)], unit="%"),
+    Measured("rung 5 stands at 89–90% at 4096³ in every run, a rate about 10% below cuBLAS's", LADDER,
+             lambda r: (share(S4)(r), 1 - share(S4)(r)), [(0.885, 0.905), (0.095, 0.115)], unit="%"),
+    Measured("At 2048³, where cuBLAS's two protocols disagree (below), it stands at 77–81%, and rung 2 is the fastest "
+             "rung there, at 80–83% of cuBLAS", LADDER,
+             lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.81), (1, 1), (0.80, 0.835)], unit="%"),
+    Measured("At the K-heavy shape it stands at 90–95%, but there the course's kernels ran power-limited and cuBLAS "
+             "did not", LADDER, at_long_k, [(0.89, 0.96), (1, 1), (0, 0)], unit="%"),
+    Measured("At 8192³ it stands at 0.92 to 0.98 times cuBLAS's rate, a power-limited figure", LADDER,
+             lambda r: (share(S8)(r), float(r.case(f"{RUNG[5]}, {S8}").power_limited)), [(0.915, 0.98), (1, 1)],
+             unit="×"),
+
+    # the conditions under the ladder
+    Analytic("every case whose SM clock fell below 90% of its maximum", lambda: gpu_monitor.POWER_LIMITED_FRACTION,
+             (0.9, 0.9), unit="%"),
 
     # clocks, power, and cuBLAS between the sizes
     Measured("At 8192³ most kernels, cuBLAS included, run at fewer TFLOP/s than at 4096³", LADDER, slower_at_8192,
              [(5, 7), (0, 0.999)]),
+    Measured("at 8192³ every case, cuBLAS's included, ran power-limited in every ladder run, its lowest SM clock during "
+             "the timings 1,455–1,605 MHz of a 1,980 MHz maximum, while at 4096³ no case did", LADDER,
+             lambda r: (power_limited_share(S8)(r),) + lowest_clocks(S8)(r) + (max_clock_during(r),
+                                                                              power_limited_share(S4)(r)),
+             [(1, 1), (1450, 1610), (1450, 1610), (1980, 1980), (0, 0)]),
     Measured("ended hundreds of MHz below the 1,980 MHz maximum", ABLATIONS,
              lambda r: after(r, "max_sm_mhz") - after(r, "sm_mhz"), (150, 700), unit=" MHz"),
     Measured("ended hundreds of MHz below the 1,980 MHz maximum", ABLATIONS, max_mhz, (1980, 1980), unit=" MHz"),
@@ -256,16 +359,28 @@ CLAIMS = [
              (700, 700), unit=" W"),
     Measured("the ceilings (short runs) ended near the full clock", CEILINGS, lambda r: after(r, "sm_mhz"),
              (1900, 1980), unit=" MHz"),
-    Measured("the ladder run, shorter, ended lower in power", LADDER,
-             lambda r: after(r, "power_w") / after(r, "power_limit_w"), (0.3, 0.9), unit="%"),
+    Measured("its two protocols came out 3–8% apart there", LADDER, protocol_gap(S8), (0.029, 0.08), unit="%"),
+    Analytic("the table flags a case beyond the harness's 3%", lambda: timing.PROTOCOL_TOLERANCE, (0.03, 0.03), unit="%"),
+    Measured("at 2048³, where the calls are short, they came out 5–9% apart", LADDER, protocol_gap(S2), (0.05, 0.09),
+             unit="%"),
+    Measured("It also runs another kernel at 8192³ than at 4096³ (the table's library-kernel column: a 320×128 tile against "
+             "256×128)", LADDER, other_kernel_at_8192, (1, 1)),
+    Measured("It also runs another kernel at 8192³ than at 4096³ (the table's library-kernel column: a 320×128 tile against "
+             "256×128)", ABLATIONS, other_kernel_at_8192, (1, 1)),
     Measured("In both the ladder and the ablation run cuBLAS loses more than rung 5 between the two sizes", LADDER,
              cublas_loses_more(RUNG[5]), (0.5, 0.99), unit="×"),
     Measured("In both the ladder and the ablation run cuBLAS loses more than rung 5 between the two sizes", ABLATIONS,
              cublas_loses_more("rung 5 as built"), (0.5, 0.99), unit="×"),
-    Measured("at 8192³ rung 5 came out at about 0.9 to 1.1 times cuBLAS's rate, a figure that is power-limited and "
-             "moves between runs", LADDER, ladder_rung5_share(S8), (0.85, 1.15), unit="×"),
-    Measured("at 8192³ rung 5 came out at about 0.9 to 1.1 times cuBLAS's rate, a figure that is power-limited and "
-             "moves between runs", ABLATIONS, ablation_rung5_share(S8), (0.85, 1.15), unit="×"),
+    Measured("over the recorded and live runs rung 5 came out at 0.92 to 0.98 times cuBLAS's rate at 8192³", LADDER,
+             share(S8), (0.915, 0.98), unit="×"),
+    Measured("over the recorded and live runs rung 5 came out at 0.92 to 0.98 times cuBLAS's rate at 8192³", ABLATIONS,
+             share(S8), (0.915, 0.98), unit="×"),
+    Measured("At 4096³ cuBLAS held steady at 752–762 TFLOP/s, its two protocols within 3% of each other, so rung 5's "
+             "89–90% of it there", LADDER, lambda r: (cublas(r, S4), protocol_gap(S4)(r), share(S4)(r)),
+             [(751.5, 762.5), (0, 0.03), (0.885, 0.905)]),
+    Measured("At 4096³ cuBLAS held steady at 752–762 TFLOP/s, its two protocols within 3% of each other, so rung 5's "
+             "89–90% of it there", ABLATIONS, lambda r: (cublas(r, S4), protocol_gap(S4)(r), share(S4)(r)),
+             [(751.5, 762.5), (0, 0.03), (0.885, 0.905)]),
 
     # the profile
     Measured("about two thirds for rung 1, about 84% for rung 5, about 95% for cuBLAS", PROFILE, tensor_busy,
@@ -287,8 +402,8 @@ CLAIMS = [
              lambda r: float("gmma" in top_stalls(r, RUNG[6])), (1, 1)),
     Measured("Rung 6 is also the only kernel whose warps stall on", PROFILE, membar_alone,
              [(0.02, 0.2), (0, 0.005)], unit="%"),
-    Measured("Taking a slot away costs it only about 1%", ABLATIONS, changes("rung 6 with 3 slots"),
-             [(-0.005, 0.02), (-0.005, 0.02)], unit="%"),
+    Measured("Taking a slot away costs it only 1–2%", ABLATIONS, changes("rung 6 with 3 slots"),
+             [(0.01, 0.02), (0.01, 0.02)], unit="%"),
     Measured("The largest stall in rungs 4 and 5 is", PROFILE,
              lambda r: tuple(float(top_stalls(r, RUNG[n], 1) == ["barrier"]) for n in (4, 5)), [(1, 1), (1, 1)]),
     Measured("Rung 5's warps almost never stall on", PROFILE, lambda r: stall(r, RUNG[5], "gmma"), (0, 0.01), unit="%"),
@@ -300,12 +415,13 @@ CLAIMS = [
              (0, 0.01), unit="%"),
     Measured("no measurable difference here, because without it ptxas still fits these kernels", ABLATIONS,
              abs_changes("no setmaxnreg", "rung 4 without setmaxnreg"), (0, 0.01), unit="%"),
-    Measured("about 1% or less at these sizes", ABLATIONS, abs_changes("row-by-row tile order (HG_GROUP_M 1)"),
-             (0, 0.015), unit="%"),
-    Measured("three or four differ by 2% or less for rung 5", ABLATIONS, abs_changes("3 slots instead of 4"),
-             (0, 0.02), unit="%"),
-    Measured("its kernels take 13–29% longer (the figure moves between runs)", ABLATIONS,
-             change_range("rung 2 with 4 slots (one block per SM)"), [(0.12, 0.30), (0.12, 0.30)], unit="%"),
+    Measured("under 1% at 4096³ and 1–3% at 8192³, where the clock is power-limited and the figure moves between runs",
+             ABLATIONS, lambda r: changes("row-by-row tile order (HG_GROUP_M 1)")(r) + (power_limited_share(S8)(r),),
+             [(0, 0.01), (0.01, 0.031), (1, 1)], unit="%"),
+    Measured("three or four differ by under 1% for rung 5", ABLATIONS, abs_changes("3 slots instead of 4"),
+             (0, 0.01), unit="%"),
+    Measured("its kernels take 19–24% longer (the figure moves between runs)", ABLATIONS,
+             change_range("rung 2 with 4 slots (one block per SM)"), [(0.185, 0.245), (0.185, 0.245)], unit="%"),
     Measured("its kernels take 35–40% longer, as the ladder found", ABLATIONS,
              change_range("clusters of 2 with multicast (rung 6)"), [(0.34, 0.41), (0.34, 0.41)], unit="%"),
     Measured("runs at half its speed or less: with no pipeline, occupancy was all that hid its loads", ABLATIONS,
@@ -326,18 +442,28 @@ CLAIMS = [
              [(64, 64), (85, 86)]),
     Measured("and halves the wgmma instructions", PROFILE, metric_ratio(GMMA_COUNT, RUNG[4], RUNG[3]), (0.5, 0.5),
              unit="×"),
-    Measured("Elected arrival, setmaxnreg and tile order measured within about a percent here", ABLATIONS,
-             abs_changes("every consumer thread arrives on empty", "no setmaxnreg", "rung 4 without setmaxnreg",
-                         "row-by-row tile order (HG_GROUP_M 1)"), (0, 0.015), unit="%"),
+    Measured("Elected arrival and setmaxnreg measured within 1% here, and tile order within 3%", ABLATIONS,
+             lambda r: (abs_changes("every consumer thread arrives on empty", "no setmaxnreg",
+                                    "rung 4 without setmaxnreg")(r),
+                        abs_changes("row-by-row tile order (HG_GROUP_M 1)")(r)), [(0, 0.01), (0, 0.031)], unit="%"),
     Measured("cuBLAS issues twice rung 5's wgmma instructions and keeps its tensor pipe busier", PROFILE,
              lambda r: (ncu(r, "cublas")[GMMA_COUNT] / ncu(r, RUNG[5])[GMMA_COUNT],
                         ncu(r, "cublas")[TENSOR] - ncu(r, RUNG[5])[TENSOR]), [(2, 2), (5, 20)]),
-    Measured("came within about 10% of cuBLAS at 4096³", LADDER, ladder_rung5_share(S4), (0.86, 1.05), unit="%"),
-    Measured("came within about 10% of cuBLAS at 4096³", ABLATIONS, ablation_rung5_share(S4), (0.86, 1.05), unit="%"),
-    Measured("it came out at about 0.9 to 1.1 times cuBLAS's rate, a power-limited figure that moves between runs",
-             LADDER, ladder_rung5_share(S8), (0.85, 1.15), unit="×"),
-    Measured("it came out at about 0.9 to 1.1 times cuBLAS's rate, a power-limited figure that moves between runs",
-             ABLATIONS, ablation_rung5_share(S8), (0.85, 1.15), unit="×"),
+    Measured("reached 89–90% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two protocols agreed there and "
+             "no case ran power-limited)", LADDER, steady_at_4096, [(0.885, 0.905), (1, 1), (0, 0)], unit="%"),
+    Measured("reached 89–90% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two protocols agreed there and "
+             "no case ran power-limited)", ABLATIONS, steady_at_4096, [(0.885, 0.905), (1, 1), (0, 0)], unit="%"),
+    Given("The course's target for this GEMM is 95% of cuBLAS at 4096³ and 8192³",
+          "the course's goal for its Hopper GEMM (TARGET above), a goal set by the course, not a measurement"),
+    Measured("at 4096³ the ladder is short of it, at a rate about 10% below cuBLAS's", LADDER, short_of_target,
+             [(1, 1), (0.095, 0.115)], unit="%"),
+    Measured("at 4096³ the ladder is short of it, at a rate about 10% below cuBLAS's", ABLATIONS, short_of_target,
+             [(1, 1), (0.095, 0.115)], unit="%"),
+    Measured("where both ran power-limited and cuBLAS's two protocols came out up to 8% apart, rung 5 came out at 0.92 "
+             "to 0.98 times cuBLAS's rate over the runs", LADDER, at_8192, [(1, 1), (1, 1), (0, 0.08), (0.915, 0.98)]),
+    Measured("where both ran power-limited and cuBLAS's two protocols came out up to 8% apart, rung 5 came out at 0.92 "
+             "to 0.98 times cuBLAS's rate over the runs", ABLATIONS, at_8192,
+             [(1, 1), (1, 1), (0, 0.08), (0.915, 0.98)]),
     Measured("cuBLAS moves about a third fewer bytes through L2, and its tensor pipe is busier (about 95% of the time "
              "against 84%)", PROFILE,
              lambda r: (ncu(r, "cublas")[L2] / ncu(r, RUNG[5])[L2], ncu(r, "cublas")[TENSOR] / 100,

@@ -5,20 +5,15 @@ they are Measured and checked against the record and against the live run commit
 
 The catalogue's evidence rows and the reconciliation table replay the H200's records in every run,
 live or not (``lab_failures.evidence_rows``, ``reconciliation.table``): the notebook never measures
-them, so a live run has no result of their experiments to check. Their figures are Analytic claims
-whose value is computed from the replayed record, the only source those tables have."""
+them, so a live run has no result of their experiments to check. Their figures are Recorded claims,
+checked against every recorded run of the experiments they name."""
+from course_lib.core import hardware
 from course_lib.labs import failure_lab as lab_failures
-from course_lib.measure import experiments, reconciliation
-from course_lib.measure.claims import Analytic, Given, Measured
+from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import estimator, failures
 
 MYSTERY = "failures.mystery"
 SHAPE = "16384×1024"
-
-
-def recorded(experiment: str):
-    """The H200 record of ``experiment``, replayed: what the record-only tables are built from."""
-    return experiments.replay(experiment, experiments.resolve_params(experiment))
 
 
 # --------------------------------------------------------------------------- the catalogue
@@ -27,20 +22,55 @@ def family_size(family: str) -> int:
     return sum(f.family == family for f in failures.FAILURES)
 
 
-def evidence_ratio(number: int) -> float:
-    """The "× the time for the same work" of catalogue row ``number``, from its replayed record."""
-    f = next(f for f in failures.FAILURES if f.number == number)
-    r = recorded(f.record)
-    return r.case(f.case).median_s / r.case(f.contrast).median_s
+def catalogued(number: int) -> failures.Failure:
+    return next(f for f in failures.FAILURES if f.number == number)
 
 
-def negative_residuals() -> int:
-    return sum(row["residual µs"] < 0 for row in reconciliation.table())
+def evidence_ratio(result, number: int) -> float:
+    """The "× the time for the same work" of catalogue row ``number`` (lab_failures.evidence), from ``result``,
+    a run of the experiment the row cites."""
+    f = catalogued(number)
+    if result.experiment != f.record:
+        raise LookupError(f"catalogue row {number} cites {f.record}, not {result.experiment}")
+    return result.case(f.case).median_s / result.case(f.contrast).median_s
 
 
-def wave_row_extra_wave() -> float:
+# The reconciliation table's rows, as reconciliation.rows builds them: each row's experiment and case, the peak
+# its bound takes, and the case whose bytes the bound counts where that is not the row's own (08's: the fused plan's).
+RECONCILED = [
+    ("timing.measuring_correctly", "host timer, no synchronize, n=16777216", "fp32", None),
+    ("roofline.measured", "vector add, n=67108864", "fp32", None),
+    ("occupancy.register_spill", "--maxrregcount=32", "fp32", None),
+    ("coalescing.strided_copy", "stride 16", "fp32", None),
+    ("transpose.ladder", "naive (no shared memory)", "fp32", None),
+    ("transpose.ladder", "padded tile 64×65", "fp32", None),
+    ("banks.probe", "4 B row", "fp32", None),
+    ("gemm.fp32_ladder", "sgemm_warptile_db_16x8, n=4096", "fp32", None),
+    ("gemm.bf16_mma", "bf16_gemm_mma (tma), n=4096", "bf16", None),
+    ("waves.n_sweep", "course 4096x4288x4096", "bf16", None),
+    ("fusion.chains", "k=8: course, 8 kernels", "fp32", "k=8: course, one fused kernel"),
+    ("pipeline.streaming", "stream_sync, 1 block/SM", "fp32", None),
+    ("hopper.profile", "hgemm_5_persistent, 4096×4096×4096", "bf16", None),
+]
+RECONCILED_EXPERIMENTS = tuple(dict.fromkeys(e for e, *_ in RECONCILED))
+
+
+def residuals_s(*results) -> list[float]:
+    """Each reconciliation row's recorded median minus its lower bound (the larger of FLOPs at the datasheet peak
+    and bytes at the datasheet HBM bandwidth), from one result of each of RECONCILED_EXPERIMENTS, in order."""
+    by_name = dict(zip(RECONCILED_EXPERIMENTS, results))
+    out = []
+    for experiment, name, dtype, bytes_of in RECONCILED:
+        r = by_name[experiment]
+        spec, c = hardware.spec(r.gpu), r.case(name)
+        nbytes = r.case(bytes_of).bytes if bytes_of else c.bytes
+        bound = max(c.flop / spec.peak(dtype) if c.flop else 0.0, nbytes / spec.hbm_bandwidth_bytes_per_s)
+        out.append(c.median_s - bound)
+    return out
+
+
+def wave_row_extra_wave(r) -> float:
     """Notebook 07's row: 4096 x 4288 (five waves, the last 12% full) over 4096 x 4224 (four full ones)."""
-    r = recorded("waves.n_sweep")
     return r.case("course 4096x4288x4096").median_s / r.case("course 4096x4224x4096").median_s - 1
 
 
@@ -141,11 +171,14 @@ CLAIMS = [
              (29, 29)),
     Analytic("wherever there is one (23 of them)",
              lambda: sum(f.contrast is not None for f in failures.demonstrated()), (23, 23)),
-    Analytic("a persistent grid that ran slower, a misaligned copy that the cache absorbed",
-             lambda: (evidence_ratio(4), evidence_ratio(13)), [(1.05, 2), (0.97, 1.05)], unit="×"),
+    Recorded("a persistent grid that ran slower, a misaligned copy that the cache absorbed",
+             (catalogued(4).record, catalogued(13).record),
+             lambda persistent, misaligned: (evidence_ratio(persistent, 4), evidence_ratio(misaligned, 13)),
+             [(1.05, 2), (0.97, 1.05)], unit="×"),
     Analytic("Six have no replayed case of their own here", lambda: len(failures.undemonstrated_rows()), (6, 6)),
-    Analytic("Two residuals are negative", negative_residuals, (2, 2)),
-    Analytic("the extra, nearly empty wave made it about 11% slower than the shape just below it",
+    Recorded("Two residuals are negative", RECONCILED_EXPERIMENTS, lambda *run: sum(t < 0 for t in residuals_s(*run)),
+             (2, 2)),
+    Recorded("the extra, nearly empty wave made it about 11% slower than the shape just below it", "waves.n_sweep",
              wave_row_extra_wave, (0.09, 0.13), unit="%"),
     Analytic("The largest family, 14 of the 35, is measurement mistakes",
              lambda: (family_size("roofline and measurement"), len(failures.FAILURES),

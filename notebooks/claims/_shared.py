@@ -1,0 +1,20 @@
+"""Helpers several claims files share. Not a claims file itself (no notebook is named ``_shared``):
+claims files load it by path, as course_lib.measure.claims loads them,
+
+    _spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
+    shared = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(shared)
+"""
+from course_lib.measure.experiments import Result
+
+# The copy ceiling's case: machine.copy_bandwidth's, and the sweeps' that time it beside their own kernels.
+COPY_CASE = "CuPy device-to-device copy"
+
+
+def copy_bandwidth(result: Result) -> float:
+    """The bytes per second (read + write) of CuPy's device-to-device copy in ``result``."""
+    return result.case(COPY_CASE).bandwidth_bytes_per_s
+
+
+def copy_tb_per_s(result: Result) -> float:
+    return copy_bandwidth(result) / 1e12

@@ -1,0 +1,50 @@
+"""`make lab` gives the learner a working copy: the committed notebooks copied into work/ (ignored by
+git), trusted so the calculators are drawn from their saved state when opened, with no text source
+beside them for jupytext to rewrite; `make reset` starts it over. JupyterLab's news pop-up is off."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.sign import NotebookNotary
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "jupyter").exists(),
+                                reason="needs make and the course's .venv (make setup)")
+
+
+def make(*targets, work):
+    subprocess.run(["make", "-s", "-C", str(ROOT), f"WORK={work}", *targets], check=True, capture_output=True)
+
+
+def test_the_learners_copy_is_trusted_and_holds_only_notebooks(tmp_path):
+    work = tmp_path / "work"
+    make(f"{work}/.copied", work=work)
+    committed = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(p.name for p in work.glob("*.ipynb")) == committed
+    assert not list(work.glob("*.md")) and not (work / "jupytext.toml").exists()
+    notary = NotebookNotary()
+    assert all(notary.check_signature(nbformat.read(p, as_version=4)) for p in work.glob("*.ipynb"))
+
+
+def test_reset_throws_away_the_learners_edits(tmp_path):
+    work = tmp_path / "work"
+    make(f"{work}/.copied", work=work)
+    (work / "00_your_gpu.ipynb").write_text("{}")
+    (work / "my_scratch.ipynb").write_text("{}")
+    make("reset", work=work)
+    assert not (work / "my_scratch.ipynb").exists()
+    assert (work / "00_your_gpu.ipynb").read_bytes() == (ROOT / "notebooks" / "00_your_gpu.ipynb").read_bytes()
+
+
+def test_jupyterlabs_news_and_update_popups_are_off(tmp_path):
+    make(".venv/share/jupyter/lab/settings/overrides.json", work=tmp_path / "work")
+    settings = json.loads((ROOT / ".venv/share/jupyter/lab/settings/overrides.json").read_text())
+    assert settings["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+
+
+def test_the_working_copy_is_ignored_by_git():
+    out = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "work/00_your_gpu.ipynb"], capture_output=True, text=True)
+    assert out.returncode == 0
