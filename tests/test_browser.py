@@ -104,12 +104,18 @@ def roofline_scenario(nb: LabNotebook, calc) -> None:
     dtype.select_option(label="fp8")
     expect_roofline(calc, 512, "fp8", "choosing dtype fp8")
 
-    # 3. Move the slider itself one step (keyboard on the handle: +16); the text box follows.
+    # 3. Move the slider itself one step (keyboard on the handle: +1); the text box follows.
     before = answer.inner_text()
     nb.nudge_slider(calc, "N", "ArrowRight")
-    expect(n_box, "the 'N =' box should follow the slider").to_have_value("528", timeout=UPDATE_MS)
-    expect_roofline(calc, 528, "fp8", "moving the N slider one step right from 512")
+    expect(n_box, "the 'N =' box should follow the slider").to_have_value("513", timeout=UPDATE_MS)
+    expect_roofline(calc, 513, "fp8", "moving the N slider one step right from 512")
     assert answer.inner_text() != before, "moving the slider did not change the answer"
+
+    # 3b. A typed N is taken as typed: 750, the crossover the notebook names, stays 750.
+    nb.type_into(calc, "N =", 750)
+    expect_roofline(calc, 750, "fp8", "typing N = 750")
+    expect(slider, "the slider follows a typed N without snapping it").to_have_attribute(
+        "aria-valuenow", re.compile(r"^750(\.0*)?$"), timeout=UPDATE_MS)
 
     # 4. A bad N gives a message, not a traceback.
     nb.type_into(calc, "N =", 0)
@@ -384,26 +390,32 @@ def wave_scenario(nb: LabNotebook, calc) -> None:
 # for every row; scenario adds learner steps (before the move) with model checks.
 CALCULATORS = [
     CalculatorCase(id="01_roofline", notebook="01_roofline.ipynb", anchor="N =", move=slider("N"),
-                   screenshot="roofline_calculator.png", model=roofline_model, scenario=roofline_scenario),
+                   screenshot="roofline_calculator.png", model=roofline_model, scenario=roofline_scenario,
+                   impossible=typed("N =", 10 ** 11)),
     CalculatorCase(id="02_launch_geometry", notebook="02_threads_warps.ipynb", anchor="program id",
                    move=typed("program id", 175), screenshot="launch_geometry_calculator.png",
-                   model=geometry_model, scenario=geometry_scenario),
+                   model=geometry_model, scenario=geometry_scenario, impossible=typed("program id", -5)),
     CalculatorCase(id="03_residency", notebook="03_occupancy.ipynb", anchor="registers/thread",
                    move=typed("registers/thread", 128), screenshot="residency_calculator.png",
-                   model=residency_model, scenario=residency_scenario),
+                   model=residency_model, scenario=residency_scenario, impossible=typed("registers/thread", 999)),
     CalculatorCase(id="04_sectors", notebook="04_coalescing.ipynb", anchor="offset (B)",
                    move=slider("active lanes", "ArrowLeft"), screenshot="sector_calculator.png",
-                   model=sector_model, scenario=sector_scenario),
+                   model=sector_model, scenario=sector_scenario, impossible=typed("offset (B)", -4)),
     CalculatorCase(id="05_banks", notebook="05_shared_memory.ipynb", anchor="row pitch (elements)",
                    move=slider("active lanes", "ArrowLeft"), screenshot="bank_calculator.png",
-                   model=bank_model, scenario=bank_scenario),
+                   model=bank_model, scenario=bank_scenario, impossible=typed("row pitch (elements)", 0)),
     # 5 stages on the T4 of the scenario: 80 KiB of staging, over its 64 KiB: "does not fit".
     CalculatorCase(id="06_tiles", notebook="06_gemm_ladder.ipynb", anchor="outputs/thread",
                    move=typed("stages", 5), screenshot="tile_calculator.png",
-                   model=tile_model, scenario=tile_scenario),
+                   model=tile_model, scenario=tile_scenario, impossible=typed("stages", 0)),
     CalculatorCase(id="07_waves", notebook="07_waves.ipynb", anchor="resident blocks/SM",
                    move=typed("resident blocks/SM", 3), screenshot="wave_calculator.png",
-                   model=wave_model, scenario=wave_scenario),
+                   model=wave_model, scenario=wave_scenario, impossible=typed("resident blocks/SM", 10 ** 11)),
+    CalculatorCase(id="08_fusion", notebook="08_fusion.ipynb", anchor="FLOPs/element per op",
+                   move=typed("N", 2048), screenshot="fusion_calculator.png", impossible=typed("M", 10 ** 11)),
+    CalculatorCase(id="09_pipeline", notebook="09_async_pipelines.ipynb", anchor="load latency µs",
+                   move=typed("compute µs", 3.0), screenshot="pipeline_calculator.png",
+                   impossible=typed("load µs", -1)),
 ]
 
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.
@@ -466,6 +478,12 @@ def drive_calculator(browser, server: LabServer, notebook_path, case: Calculator
         if case.model is not None:
             case.model(nb, calc, str(case.move))
         shot = nb.screenshot(calc, case.screenshot)
+        if case.impossible is not None:
+            before = nb.answer_text(calc, case)
+            nb.make(calc, case.impossible)
+            nb.wait_answer_changes(calc, case, before, str(case.impossible))
+            assert calc.locator(".course-calc-error").count() == 1, (
+                f"{case.id}: {case.impossible} gave no message: {nb.answer_text(calc, case)!r}")
         print(f"\n{case.id}: screenshot {shot}")
         nb.assert_no_widget_errors()
         noise = [f"[{t}] {m}" for t, m in nb.console if t in ("error", "warning", "pageerror")]
@@ -505,6 +523,24 @@ def test_calculator_renders_in_minimal_notebook(request):
     browser, server = lab(request)
     nb = write_notebook(server.root_dir / MINIMAL.notebook, MINIMAL_SOURCES)
     drive_calculator(browser, server, nb, MINIMAL)
+
+
+@pytest.mark.parametrize("case", CALCULATORS, ids=lambda c: c.id)
+def test_calculator_drawn_on_open_before_anything_runs(request, case: CalculatorCase):
+    """The committed notebook, trusted as make lab trusts it, opened and not run: the calculator is
+    drawn from its saved widget state, not shown as the text of a widget's repr."""
+    from browser_support import copy_committed_notebook
+
+    browser, server = lab(request)
+    copy = copy_committed_notebook(NOTEBOOKS / case.notebook, server.root_dir, server.state_dir / "data")
+    nb = LabNotebook(browser, server, copy)
+    try:
+        nb.open()
+        calc = nb.calculator(case)                       # the saved answer, visible with no cell run
+        assert "VBox(children=" not in nb.page.locator(".jp-Notebook").inner_text()
+        nb.screenshot(calc, f"on-open-{case.screenshot}")
+    finally:
+        nb.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from course_lib.figures.plots import PALETTE
 from course_lib.models import occupancy, pipeline
 from course_lib.models.occupancy import fmt_bytes
 from course_lib.models.tiling import TILE_DTYPES
-from course_lib.widgets.base import _fmt_seconds, error_html, int_box, span
+from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, ink_on, int_box, span
 
 US = 1e-6
 LABEL_PX = 64             # the unit names left of the timeline
@@ -32,8 +32,9 @@ def render_timeline(events: tuple[pipeline.Event, ...], load_s: float, lanes: in
     def x(t: float) -> float:
         return LABEL_PX + TIMELINE_PX * t / scale_s
 
-    shapes = [f'<text x="0" y="{(row + 0.5) * ROW_PX}" font-size="12" dominant-baseline="central">{unit}</text>'
-              for row, unit in enumerate(pipeline.UNITS)]
+    # Labels and the axis take the theme's text colour (currentColor), so they read on a dark theme too.
+    shapes = [f'<text x="0" y="{(row + 0.5) * ROW_PX}" font-size="12" dominant-baseline="central" '
+              f'fill="currentColor">{unit}</text>' for row, unit in enumerate(pipeline.UNITS)]
     in_flight: list[str] = []
     for e in events:
         row = pipeline.UNITS.index(e.unit)
@@ -45,7 +46,7 @@ def render_timeline(events: tuple[pipeline.Event, ...], load_s: float, lanes: in
                       f'stroke="#fff"><title>{e.unit} {e.iteration}: {_fmt_seconds(e.start_s)} to '
                       f'{_fmt_seconds(e.end_s)}</title></rect>')
         if width >= 14:
-            shapes.append(f'<text x="{x0 + width / 2:.2f}" y="{y + ROW_PX / 2 - 3}" font-size="10" fill="#fff" '
+            shapes.append(f'<text x="{x0 + width / 2:.2f}" y="{y + ROW_PX / 2 - 3}" font-size="10" fill="{ink_on(colour)}" '
                           f'text-anchor="middle" dominant-baseline="central">{e.iteration}</text>')
         if e.end_s > busy_end:
             ly = ROW_PX - 2 - 3 * (e.iteration % lanes)
@@ -55,12 +56,13 @@ def render_timeline(events: tuple[pipeline.Event, ...], load_s: float, lanes: in
     end = events[-1].end_s
     axis_y = 3 * ROW_PX + 12
     shapes.append(f'<line x1="{LABEL_PX}" x2="{x(end):.2f}" y1="{3 * ROW_PX + 2}" y2="{3 * ROW_PX + 2}" '
-                  f'stroke="#333"/><text x="{x(end):.2f}" y="{axis_y}" font-size="11" text-anchor="end">'
+                  f'stroke="currentColor"/><text x="{x(end):.2f}" y="{axis_y}" font-size="11" text-anchor="end" '
+                  f'fill="currentColor">'
                   f'{_fmt_seconds(end)}</text>')
     width, height = LABEL_PX + TIMELINE_PX + 4, axis_y + 4
     return (f"<div><b>{html.escape(title)}</b></div>"
-            f'<svg class="course-pipe-timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-            f'height="{height}" viewBox="0 0 {width} {height}">{"".join(shapes)}</svg>')
+            f'<svg class="course-pipe-timeline" xmlns="http://www.w3.org/2000/svg" width="100%" '
+            f'style="max-width:{width}px" viewBox="0 0 {width} {height}">{"".join(shapes)}</svg>')
 
 
 def _rows(rows: list[tuple[str, str]]) -> str:
@@ -133,10 +135,9 @@ class PipelineCalculator:
         for w in (self.gpu, self.load, self.compute_time, self.store, self.latency, self.iterations, self.stages,
                   self.block_m, self.block_n, self.block_k, self.dtype, self.threads, self.registers):
             w.observe(self._refresh, "value")
-        self.ui = W.VBox([W.HBox([self.load, self.compute_time, self.store, self.latency]),
-                          W.HBox([self.iterations, self.stages]),
-                          W.HBox([self.block_m, self.block_n, self.block_k, self.dtype]),
-                          W.HBox([self.gpu, self.threads, self.registers]), self.answer])
+        rows = ([self.load, self.compute_time, self.store, self.latency], [self.iterations, self.stages],
+                [self.block_m, self.block_n, self.block_k, self.dtype], [self.gpu, self.threads, self.registers])
+        self.ui = W.VBox([*(W.HBox(r, layout=W.Layout(**WRAP)) for r in rows), self.answer])
         self._refresh()
 
     def compute(self) -> pipeline.Schedule:

@@ -7,6 +7,7 @@ N = 1600, which showed in every run, and their ranges are wide."""
 import statistics
 
 from course_lib.labs import waves as lab_waves
+from course_lib.core.timing import PROTOCOL_TOLERANCE
 from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import waves
 
@@ -176,6 +177,7 @@ def useful(n: int) -> float:
 
 
 CLAIMS = [
+    Analytic("the two disagreed by more than 3%", lambda: PROTOCOL_TOLERANCE, (0.03, 0.03), unit="%"),
     # The wave model's worked examples (the printed lines above them).
     Analytic("n = 4096 is 97% useful", lambda: useful(4096), (0.965, 0.975), unit="%"),
     Analytic("drops to 86%", lambda: useful(4097), (0.855, 0.865), unit="%"),
