@@ -1,0 +1,203 @@
+"""The operation atlas of one transformer decoder layer: every op's FLOPs, compulsory bytes, intensity
+and roofline bound, at prefill (many query tokens) and at decode (one new token over a KV cache).
+
+Conventions (the course's, as for GEMMs in ``roofline``): a multiply-add is 2 FLOPs; compulsory bytes
+are each operand read once and each output written once at the HBM boundary, with perfect reuse
+inside the op, so a bound is a floor, not a prediction of the bytes a kernel moves. Per op:
+
+- GEMMs (``gemm``): C[M, N] = A[M, K] · W[K, N], M the tokens in flight (batch × query tokens).
+  The Q, K and V projections are one GEMM, as are the MLP's gate and up projections.
+- RMSNorm: 4 FLOPs an element (square, sum, scale, weight); reads the rows and the weight, writes the rows.
+- RoPE: 3 FLOPs an element of Q and K (two multiplies and an add, the sines and cosines precomputed);
+  their tables are not counted.
+- Attention, fused (the score matrix never leaves the chip): 4 · S_q · S_k · d_h FLOPs a query head
+  (Q·Kᵀ and P·V), halved when causal at prefill; reads Q and the K and V of ``kv_heads`` heads (the
+  grouped path: each KV byte read once for its group of query heads) or of every query head
+  (``replicated_kv``: the cache expanded to H_q heads, as a naive GQA does), writes O; at decode it
+  also appends the new token's K and V to the cache.
+- SiLU · up: 5 FLOPs an element (counting the exponential as one); reads gate and up, writes one.
+- Residual adds: 1 FLOP an element; reads two rows, writes one.
+- The output head (once per model, not per layer) projects the last token of each sequence only,
+  as generation does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from course_lib.core.hardware import BYTES_PER_ELEMENT, GpuSpec
+from course_lib.core.validate import positives, whole_numbers
+from course_lib.models.roofline import RooflineBound, gemm_compulsory_bytes, gemm_flop, time_lower_bound
+
+PHASES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A decoder layer's sizes: the model width, query and KV heads, head size, MLP width, vocabulary."""
+
+    name: str
+    d_model: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    mlp: int
+    vocab: int
+    layers: int
+
+    def __post_init__(self):
+        whole_numbers(d_model=self.d_model, q_heads=self.q_heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
+                      mlp=self.mlp, vocab=self.vocab, layers=self.layers)
+        positives(d_model=self.d_model, q_heads=self.q_heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
+                  mlp=self.mlp, vocab=self.vocab, layers=self.layers)
+        if self.q_heads % self.kv_heads:
+            raise ValueError(f"{self.q_heads} query heads cannot share {self.kv_heads} KV heads evenly: "
+                             "grouped-query attention needs q_heads to be a multiple of kv_heads")
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head (1: multi-head attention; q_heads: multi-query attention)."""
+        return self.q_heads // self.kv_heads
+
+    @property
+    def qkv_width(self) -> int:
+        return (self.q_heads + 2 * self.kv_heads) * self.head_dim
+
+    def layer_weights(self) -> int:
+        """Parameters of one layer: Q, K, V and O projections, gate, up and down, two RMSNorm weights."""
+        attn = self.d_model * self.qkv_width + self.q_heads * self.head_dim * self.d_model
+        return attn + 3 * self.d_model * self.mlp + 2 * self.d_model
+
+    def parameters(self, tied_embeddings: bool = False) -> int:
+        """The whole model: every layer, the embedding, the final norm and the output head."""
+        embed = self.vocab * self.d_model
+        return self.layers * self.layer_weights() + embed * (1 if tied_embeddings else 2) + self.d_model
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """The KV cache one token adds, over all layers: K and V of every KV head."""
+        return self.layers * 2 * self.kv_heads * self.head_dim * BYTES_PER_ELEMENT[dtype]
+
+
+# Llama 3 8B and 70B (Meta's model cards and configuration files).
+LLAMA3_8B = ModelShape("Llama 3 8B", d_model=4096, q_heads=32, kv_heads=8, head_dim=128, mlp=14336, vocab=128256,
+                       layers=32)
+LLAMA3_70B = ModelShape("Llama 3 70B", d_model=8192, q_heads=64, kv_heads=8, head_dim=128, mlp=28672, vocab=128256,
+                        layers=80)
+MODELS = {m.name: m for m in (LLAMA3_8B, LLAMA3_70B)}
+
+
+@dataclass(frozen=True)
+class Phase:
+    """``prefill``: ``batch`` sequences of ``tokens`` new tokens each, attending to themselves (causal).
+    ``decode``: ``batch`` sequences of one new token each over ``context`` tokens already cached."""
+
+    name: str
+    batch: int
+    tokens: int
+    context: int
+
+    def __post_init__(self):
+        if self.name not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)}, got {self.name!r}")
+        whole_numbers(batch=self.batch, tokens=self.tokens, context=self.context)
+        positives(batch=self.batch, tokens=self.tokens, context=self.context)
+        if self.name == "decode" and self.tokens != 1:
+            raise ValueError(f"decode adds one token per sequence; got tokens={self.tokens}")
+        if self.name == "prefill" and self.context != self.tokens:
+            raise ValueError("at prefill a sequence attends to its own tokens: context must equal tokens")
+
+    @property
+    def rows(self) -> int:
+        """Tokens in flight: the M of every projection."""
+        return self.batch * self.tokens
+
+
+def prefill(batch: int, tokens: int) -> Phase:
+    return Phase("prefill", batch, tokens, tokens)
+
+
+def decode(batch: int, context: int) -> Phase:
+    return Phase("decode", batch, 1, context)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str                  # "gemm", "attention", "norm", "elementwise"
+    flop: float
+    bytes: float
+    gemm_mnk: tuple[int, int, int] | None = None
+
+    @property
+    def intensity(self) -> float:
+        return self.flop / self.bytes
+
+    def bound(self, gpu: GpuSpec, dtype: str = "bf16") -> RooflineBound:
+        """The roofline floor on ``gpu``: tensor-core peak for GEMMs and attention, the fp32 peak of
+        the ordinary cores for the elementwise ops and norms (they do not run on tensor cores)."""
+        peak = gpu.peak(dtype if self.kind in ("gemm", "attention") else "fp32")
+        return time_lower_bound(self.flop, self.bytes, peak, gpu.hbm_bandwidth_bytes_per_s)
+
+
+def gemm_op(name: str, m: int, n: int, k: int, bytes_per_element: float) -> Op:
+    return Op(name, "gemm", gemm_flop(m, n, k), gemm_compulsory_bytes(m, n, k, bytes_per_element), (m, n, k))
+
+
+def attention_op(shape: ModelShape, phase: Phase, b: float, replicated_kv: bool = False) -> Op:
+    kv_heads = shape.q_heads if replicated_kv else shape.kv_heads
+    sq, sk, dh = phase.tokens, phase.context, shape.head_dim
+    flop = 4.0 * phase.batch * shape.q_heads * sq * sk * dh * (0.5 if phase.name == "prefill" else 1.0)
+    q_and_o = 2 * phase.batch * shape.q_heads * sq * dh
+    kv_read = 2 * phase.batch * kv_heads * sk * dh
+    kv_append = 2 * phase.batch * shape.kv_heads * dh if phase.name == "decode" else 0
+    label = "attention (K and V replicated per query head)" if replicated_kv else "attention (grouped K and V)"
+    return Op(label, "attention", flop, b * (q_and_o + kv_read + kv_append))
+
+
+def layer_ops(shape: ModelShape, phase: Phase, dtype: str = "bf16", replicated_kv: bool = False) -> list[Op]:
+    """One decoder layer's ops, in order, at ``phase``."""
+    b, t, d = BYTES_PER_ELEMENT[dtype], phase.rows, shape.d_model
+
+    def pointwise(name: str, kind: str, flop_per_element: float, elements: int, reads: int, weights: int = 0) -> Op:
+        return Op(name, kind, flop_per_element * elements, b * (elements * (reads + 1) + weights))
+
+    rope_elements = t * (shape.q_heads + shape.kv_heads) * shape.head_dim
+    return [
+        pointwise("RMSNorm (attention)", "norm", 4, t * d, reads=1, weights=d),
+        gemm_op("Q, K, V projection", t, shape.qkv_width, d, b),
+        pointwise("RoPE on Q and K", "elementwise", 3, rope_elements, reads=1),
+        attention_op(shape, phase, b, replicated_kv),
+        gemm_op("output projection", t, d, shape.q_heads * shape.head_dim, b),
+        pointwise("residual add", "elementwise", 1, t * d, reads=2),
+        pointwise("RMSNorm (MLP)", "norm", 4, t * d, reads=1, weights=d),
+        gemm_op("gate and up projections", t, 2 * shape.mlp, d, b),
+        pointwise("SiLU(gate) · up", "elementwise", 5, t * shape.mlp, reads=2),
+        gemm_op("down projection", t, d, shape.mlp, b),
+        pointwise("residual add", "elementwise", 1, t * d, reads=2),
+    ]
+
+
+def output_head(shape: ModelShape, phase: Phase, dtype: str = "bf16") -> Op:
+    """The vocabulary projection of each sequence's last token (once per model)."""
+    return gemm_op("output head (last token)", phase.batch, shape.vocab, shape.d_model, BYTES_PER_ELEMENT[dtype])
+
+
+@dataclass(frozen=True)
+class AtlasRow:
+    op: Op
+    bound: RooflineBound
+
+    @property
+    def seconds(self) -> float:
+        return self.bound.seconds
+
+
+def atlas(shape: ModelShape, phase: Phase, gpu: GpuSpec, dtype: str = "bf16",
+          replicated_kv: bool = False) -> list[AtlasRow]:
+    """Each op of one layer with its roofline floor on ``gpu``."""
+    return [AtlasRow(op, op.bound(gpu, dtype)) for op in layer_ops(shape, phase, dtype, replicated_kv)]
+
+
+def time_shares(rows: list[AtlasRow]) -> list[float]:
+    """Each op's share of the layer's summed floors: where time must go, at the least."""
+    total = sum(r.seconds for r in rows)
+    return [r.seconds / total for r in rows]
