@@ -128,7 +128,7 @@ CLAIMS = [
              (0, 0.1), unit="%"),
     Measured("and DRAM reads the requested bytes", PATTERNS,
              lambda r: tuple(dram_over_requested(profile(r)[n]) for n in OFFSETS), [(0.99, 1.01)] * 3, unit="×"),
-    Measured("So the misaligned copies run at about the aligned copy's speed, well above the \"no reuse\" prediction",
+    Measured("So the misaligned copies run at about the aligned copy's speed, a little above the \"no reuse\" prediction",
              (PATTERNS, COPY),
              lambda r, copy: tuple(bandwidth(r, n) / bandwidth(r, "offset 0 (0 bytes)") for n in OFFSETS)
              + tuple(over_model(r, copy)[n] for n in OFFSETS),

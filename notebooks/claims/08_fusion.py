@@ -449,7 +449,7 @@ CLAIMS = [
     Measured("its cost at 4096³ falls from about +4% to +2–2.5%, under 3% of the same GEMM", EPI,
              lambda r: (over(r, S4096, lab.RESIDUAL_FUSED), over_same_stores(r, S4096, lab.RESIDUAL_STAGED)),
              [(0.035, 0.047), (0.0195, 0.0255)], unit="%"),
-    Measured("At K = 1024 both fall: the residual's by 3.5–4 points (from +19–20% to about +15.5%), bias + GELU's "
+    Measured("At K = 1024 both fall: the residual's by 3.5–4.2 points (from +19–20% to about +15.5%), bias + GELU's "
              "by between 0.2 and 1.7 points, depending on the run (from +11–12% to +10–11%)", EPI,
              lambda r: (100 * (over(r, S1024, lab.RESIDUAL_FUSED) - over_same_stores(r, S1024, lab.RESIDUAL_STAGED)),
                         over(r, S1024, lab.RESIDUAL_FUSED), over_same_stores(r, S1024, lab.RESIDUAL_STAGED),
@@ -519,7 +519,7 @@ CLAIMS = [
              lambda r: (of_copy(r, "softmax", 32768, ONE), of_copy(r, "rmsnorm", 32768, ONE)),
              [(0.835, 0.8455), (0.82, 0.83)], unit="%"),
     Measured("It helped softmax at 32k by one to two points (85–86% against 84–84.5%) and left RMSNorm within about "
-             "a point of where it was (81.5–82% against 82.5%)", RED,
+             "1.5 points of where it was (81.5–82% against 82.5%)", RED,
              lambda r: (points(r, "softmax", 32768, SPLIT, ONE), of_copy(r, "softmax", 32768, SPLIT),
                         of_copy(r, "softmax", 32768, ONE), points(r, "rmsnorm", 32768, SPLIT, ONE),
                         of_copy(r, "rmsnorm", 32768, SPLIT), of_copy(r, "rmsnorm", 32768, ONE)),
@@ -547,11 +547,11 @@ CLAIMS = [
              lambda r: (points(r, "softmax", 32768, HALF_ONE, ONE), points(r, "rmsnorm", 32768, ONE, HALF_ONE)),
              [(1.85, 3.0), (5.45, 6.5)], unit=" points"),
     Measured("two independently scheduled whole rows per SM recover about four fifths for softmax and, for RMSNorm, "
-             "between a third and a half, depending on the run; one block with its next row prefetched recovers "
+             "between about a third and a little over a half (35–55%), depending on the run; one block with its next row prefetched recovers "
              "none", RED,
              lambda r: (recovered(r, "softmax"), recovered(r, "rmsnorm"), points(r, "rmsnorm", 32768, PREFETCH, ONE)),
-             [(0.75, 0.85), (0.33, 0.56), (-10, 0)]),
-    Measured("and gains nothing: it costs softmax under a point and RMSNorm 7–8", RED,
+             [(0.75, 0.85), (0.345, 0.555), (-10, 0)]),
+    Measured("and gains nothing: it costs softmax under a point and RMSNorm about 7–8", RED,
              lambda r: (points(r, "softmax", 16384, ONE, HALF), points(r, "rmsnorm", 16384, ONE, HALF)),
              [(0.0, 1.0), (6.5, 8.05)], unit=" points"),
 
@@ -599,7 +599,7 @@ CLAIMS = [
     Measured("at N = 8192 SDPA takes about 40 times its ledger bytes' time at datasheet bandwidth, and runs at about "
              "470 TFLOP/s, half the bf16 datasheet peak", ATT, sdpa_at_8192, [(35, 45), (460, 480), (0.45, 0.55)]),
     Measured("against four for the naive plan", ATT, kernels_at_4096, [(4, 4), (1, 1)]),
-    Measured("The naive plan's measured time is about 2.2 times its ledger bound at datasheet bandwidth up to "
+    Measured("The naive plan's measured time is about 2.2–2.3 times its ledger bound at datasheet bandwidth up to "
              "N = 1024, rising to about 3.4 times at N = 8192", ATT,
              lambda r: (min(naive_over_bound(r, n) for n in (512, 1024)),
                         max(naive_over_bound(r, n) for n in (512, 1024)),
@@ -623,7 +623,7 @@ CLAIMS = [
                         over_same_stores(r, S4096, lab.GELU_STAGED) - over(r, S4096, lab.GELU_FUSED),
                         over(r, S4096, lab.RESIDUAL_FUSED) - over_same_stores(r, S4096, lab.RESIDUAL_STAGED)),
              [(0.0, 0.2), (0.0, 0.5), (-0.01, 0.01), (0.005, 0.05)], unit="%"),
-    Measured("about four fifths for softmax (84 → 94.5–95% of the copy), and a third to a half for RMSNorm "
+    Measured("about four fifths for softmax (84 → 94.5–95% of the copy), and about a third to a little over a half for RMSNorm "
              "(82.5 → 88–91%), depending on the run. Held to one block per SM, the same kernel fell back (86–87% and "
              "76.5–77%)", RED,
              lambda r: (recovered(r, "softmax"), of_copy(r, "softmax", 32768, ONE), of_copy(r, "softmax", 32768, HALF),
