@@ -566,8 +566,10 @@ def ladder_figure(ladder_result, ceilings_result):
     for shape, colour in zip(_by_shape(ladder_result), colours):
         pts = [next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == shape)
                for r in RUNGS]
+        limited = any(c.power_limited for c in pts) or _cublas(ladder_result, shape).power_limited
         ax.plot([r.number for r in RUNGS], [c.flop_per_s / 1e12 for c in pts], "o-", color=colour,
-                label=shape_label(*shape))
+                label=shape_label(*shape) + (" (power-limited)" if limited else ""),
+                mfc="none" if limited else colour)   # hollow markers: the SM clock fell below 90% of its maximum
         ax.axhline(_cublas(ladder_result, shape).flop_per_s / 1e12, color=colour, ls="--", lw=1, alpha=0.7)
     for value, label in ((wgmma_ceiling(ceilings_result), "wgmma alone"), (mma_sync_ceiling(ceilings_result), "mma.sync alone")):
         ax.axhline(value / 1e12, color="grey", ls=":", lw=1.5)
@@ -576,7 +578,8 @@ def ladder_figure(ladder_result, ceilings_result):
     ax.set_xticklabels([f"{r.number}\n{r.label}" for r in RUNGS], fontsize=7)
     ax.set_xlim(0.7, 6.3)
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"Hopper GEMM ladder (dashed: cuBLAS, same shape and run): {ladder_result.provenance}", fontsize=9)
+    ax.set_title(f"Hopper GEMM ladder (dashed: cuBLAS, same shape and run; hollow: power-limited): "
+                 f"{ladder_result.provenance}", fontsize=9)
     ax.grid(True, alpha=0.2)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

@@ -37,6 +37,7 @@ from course_lib.launch.operands import (
     torch_view,
 )
 from course_lib.measure import profiler
+from course_lib.measure.conditions import flagged
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import (
     beside_reference,
@@ -254,7 +255,9 @@ def sweep_series(result, key: str) -> dict[str, list]:
             "waves": [c.extra["waves"] for c in course], "useful": [c.extra["useful_fraction"] for c in course],
             "fill": [c.extra["last_wave_fill"] for c in course], "flop": [c.flop for c in course],
             "cublas_kernels": [[k for k in lib[x].extra["cublas_kernels"] if not k.startswith("Memset")]
-                               for x in xs]}
+                               for x in xs],
+            # a reference flagged by the recorder (protocols disagreed, moved between runs) or power-limited
+            "cublas_flagged": [flagged(lib[x]) for x in xs]}
 
 
 def seconds_per_wave(series: dict, min_fill: float = 0.85) -> float:
@@ -375,6 +378,10 @@ def sweep_figure(result, key: str = "n_sweep"):
     top.legend(fontsize=8)
     bottom.plot(x, [f / t / 1e12 for f, t in zip(s["flop"], s["course_s"])], "o-", ms=3, label="course")
     bottom.plot(x, [f / t / 1e12 for f, t in zip(s["flop"], s["cublas_s"])], "s-", ms=3, label="cuBLAS")
+    marked = [(xi, f / t / 1e12) for xi, f, t, bad in zip(x, s["flop"], s["cublas_s"], s["cublas_flagged"]) if bad]
+    if marked:
+        bottom.scatter(*zip(*marked), s=60, facecolors="none", edgecolors="red", zorder=3,
+                       label="cuBLAS flagged (protocols or runs disagree, or power-limited)")
     bottom.set_ylabel("TFLOP/s")
     bottom.set_xlabel({"n_sweep": "N", "m_sweep": "M"}[key])
     bottom.legend(fontsize=8)
