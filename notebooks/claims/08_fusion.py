@@ -8,7 +8,7 @@ from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import fusion
 
 CHAINS, EPI, RED, ATT = "fusion.chains", "fusion.epilogue", "fusion.reductions", "fusion.attention"
-DIAGNOSTIC = "diagnostic run on the H200, 2026-12-02, not a recorded experiment"
+DIAGNOSTIC = "diagnostic run on the H200, 2026-12-02 (scripts/diagnose_library_hold.py), not a recorded experiment"
 OLD_RECORD = ("the previous record of fusion.chains (recorded 2026-12-01T12:38, replaced 2026-12-02; "
               "git show b842aac~1:data/recorded/h200/fusion.chains.json): torch.compile at k = 8 257.2 µs median, "
               "samples 218.4–315.1 µs; copy 129.6 µs; course fused 140.4 µs (k = 8) and 341.4 µs (k = 32) against "
