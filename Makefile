@@ -18,9 +18,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
-# The learner works in work/ (ignored by git): copies of the committed notebooks, trusted so their
-# calculators are drawn from the saved widget state on open, with no text sources beside them (so
-# jupytext rewrites nothing). notebooks/ stays as recorded; `make reset` starts work/ over.
+# The learner works in work/ (ignored by git): copies of the committed notebooks (scripts/learner_copy.py),
+# trusted so their calculators are drawn from the saved widget state on open, with this installation's
+# kernel metadata so opening one does not mark it unsaved, and no text sources beside them (so jupytext
+# rewrites nothing). notebooks/ stays as recorded; `make reset` starts work/ over.
 # JupyterLab's news and update pop-ups are off (overrides.json in the venv).
 # make lab PORT=8890 IP=0.0.0.0 NO_BROWSER=1 on a remote VM; as root (Docker, cloud VMs, Colab) it adds --allow-root.
 PORT ?= 8888
@@ -29,9 +30,7 @@ WORK ?= work
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 $(WORK)/.copied: | $(STAMP)
-	mkdir -p $(WORK)
-	cp notebooks/[0-9][0-9]_*.ipynb $(WORK)/
-	$(VENV)/bin/jupyter trust $(WORK)/*.ipynb
+	$(PY) scripts/learner_copy.py $(WORK)
 	touch $@
 
 $(LAB_SETTINGS): | $(STAMP)

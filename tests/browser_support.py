@@ -81,16 +81,18 @@ def require_chromium() -> str:
 # --------------------------------------------------------------------------- notebooks
 
 def copy_committed_notebook(src: Path, dest_dir: Path, data_dir: Path) -> Path:
-    """Copy a notebook as committed (outputs and saved widget state kept) and trust it in the Jupyter
-    data dir ``data_dir``, as ``make lab`` trusts the learner's copies."""
-    import nbformat
+    """The learner's copy of a committed notebook, made as ``make lab`` makes it
+    (``scripts/learner_copy.py``: outputs and widget state kept, this Python's language_info, trusted
+    in the Jupyter data dir ``data_dir``), under a name of its own in ``dest_dir``."""
     from nbformat.sign import NotebookNotary
 
-    nb = nbformat.read(src, as_version=4)
+    sys.path.insert(0, str(REPO / "scripts"))
+    from learner_copy import learner_copy
+
     data_dir.mkdir(parents=True, exist_ok=True)
-    NotebookNotary(data_dir=str(data_dir)).sign(nb)
+    copy = learner_copy(src, dest_dir / "learner-copy", NotebookNotary(data_dir=str(data_dir)))
     dest = dest_dir / f"as-committed-{src.name}"
-    nbformat.write(nb, dest)
+    copy.replace(dest)
     return dest
 
 

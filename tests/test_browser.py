@@ -26,6 +26,7 @@ optionally a model check (a function that reads the controls off the page and re
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from browser_support import (
@@ -539,6 +540,10 @@ def test_calculator_drawn_on_open_before_anything_runs(request, case: Calculator
         calc = nb.calculator(case)                       # the saved answer, visible with no cell run
         assert "VBox(children=" not in nb.page.locator(".jp-Notebook").inner_text()
         nb.screenshot(calc, f"on-open-{case.screenshot}")
+        nb.wait_widgets_settled()
+        time.sleep(2)   # what restoring the widgets would change has changed by now
+        dirty = nb.page.locator(".jp-NotebookPanel.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").count()
+        assert not dirty, f"{case.notebook} is marked unsaved just by being opened"
     finally:
         nb.close()
 

@@ -4,6 +4,7 @@ beside them for jupytext to rewrite; `make reset` starts it over. JupyterLab's n
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -26,7 +27,14 @@ def test_the_learners_copy_is_trusted_and_holds_only_notebooks(tmp_path):
     assert sorted(p.name for p in work.glob("*.ipynb")) == committed
     assert not list(work.glob("*.md")) and not (work / "jupytext.toml").exists()
     notary = NotebookNotary()
-    assert all(notary.check_signature(nbformat.read(p, as_version=4)) for p in work.glob("*.ipynb"))
+    copies = [nbformat.read(p, as_version=4) for p in sorted(work.glob("*.ipynb"))]
+    assert all(notary.check_signature(nb) for nb in copies)
+    # this installation's kernel metadata, so JupyterLab has nothing to rewrite when the kernel starts
+    assert {nb.metadata.language_info.version for nb in copies} == {sys.version.split()[0]}
+    assert {nb.metadata.kernelspec.display_name for nb in copies} == {"Python 3 (ipykernel)"}
+    committed = nbformat.read(ROOT / "notebooks" / "00_your_gpu.ipynb", as_version=4)
+    assert [c.outputs for c in copies[0].cells if c.cell_type == "code"] == \
+        [c.outputs for c in committed.cells if c.cell_type == "code"]   # the recorded outputs, unchanged
 
 
 def test_reset_throws_away_the_learners_edits(tmp_path):
@@ -36,7 +44,8 @@ def test_reset_throws_away_the_learners_edits(tmp_path):
     (work / "my_scratch.ipynb").write_text("{}")
     make("reset", work=work)
     assert not (work / "my_scratch.ipynb").exists()
-    assert (work / "00_your_gpu.ipynb").read_bytes() == (ROOT / "notebooks" / "00_your_gpu.ipynb").read_bytes()
+    again = nbformat.read(work / "00_your_gpu.ipynb", as_version=4)
+    assert again.cells == nbformat.read(ROOT / "notebooks" / "00_your_gpu.ipynb", as_version=4).cells
 
 
 def test_jupyterlabs_news_and_update_popups_are_off(tmp_path):
