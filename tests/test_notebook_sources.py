@@ -16,6 +16,10 @@ from notebook_run import code_hashes  # noqa: E402
 from sync_notebooks import text_to_notebook  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# A learner who ran and saved a committed notebook (rather than their copy in work/) replaced its H200
+# outputs: the fix is to restore it, not to sync it.
+RESTORE = ("if you ran and saved it yourself, restore the committed one with `git checkout -- notebooks/{name}` "
+           "(learners work on their own copies: `make lab` opens work/)")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -42,10 +46,11 @@ def test_text_source_and_notebook_agree_cell_by_cell(path):
 def test_outputs_come_from_a_live_run_of_this_very_code(path):
     nb = nbformat.read(path, as_version=4)
     run = nb.metadata.get("course_run")
-    assert run, f"{path.name} was not executed by scripts/gpu_test.sh on a GPU"
+    assert run, f"{path.name} was not executed by scripts/gpu_test.sh on a GPU; " + RESTORE.format(name=path.name)
     assert run["gpu"].startswith("NVIDIA") and run["executed_at"]
     assert run["code_sha256_16"] == code_hashes(nb), (
-        f"{path.name}: a code cell changed after the GPU run of {run['executed_at']}; run it live again")
+        f"{path.name}: a code cell changed after the GPU run of {run['executed_at']}; run it live again "
+        f"(make gpu-test NOTEBOOKS=notebooks/{path.name}), or, " + RESTORE.format(name=path.name))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -54,7 +59,8 @@ def test_calculators_carry_their_widget_state(path):
     views = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells if c.cell_type == "code"
              for o in c.outputs if WIDGET_VIEW in o.get("data", {})]
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    assert all(v in state for v in views), f"{path.name}: a calculator's widget state is missing"
+    assert all(v in state for v in views), (f"{path.name}: a calculator's widget state is missing; "
+                                            + RESTORE.format(name=path.name))
 
 
 def test_sync_keeps_outputs_under_prose_edits_and_drops_them_under_code_edits(tmp_path):
