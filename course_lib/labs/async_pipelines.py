@@ -31,6 +31,7 @@ from course_lib.launch.gemm_bf16 import (
     runnable_engines,
     with_stages,
 )
+from course_lib.launch.library import mm_kernels
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -268,7 +269,7 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
     cases = [Case("cuBLAS bf16", {"stages": None, "copies": "cublas", "blocks_per_sm": None},
                   "cublas bf16 (torch.mm)", times[0], flop, nbytes,
                   check_close(ref, ref, "itself (the reference)", 0.0),
-                  extra={"kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb))})]
+                  extra={"kernels": mm_kernels(ta, tb)})]
     for (s, engine, held, request, res, grid, block), check, t in zip(variants, checks, times[1:]):
         cases.append(require_passed(Case(
             f"bf16_gemm_mma ({engine}), {s} stage{'s' * (s > 1)}, {held} block{'s' * (held > 1)}/SM",

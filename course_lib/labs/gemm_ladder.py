@@ -26,6 +26,7 @@ from course_lib.launch.gemm_bf16 import (
     runnable_engines,
 )
 from course_lib.launch.gemm_fp32 import FP32, LADDER, LADDER_KERNELS, Step, fp32_geometry, run_fp32
+from course_lib.launch.library import mm_kernels
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -105,7 +106,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
         cases.append(require_passed(Case(
             f"cuBLAS fp32, n={n}", {"sizes": n}, "cublas sgemm (torch.mm, TF32 off)", t,
             2.0 * n ** 3, 4.0 * 3 * n * n, check,
-            extra={"kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb)), "not_measured": skipped,
+            extra={"kernels": mm_kernels(ta, tb), "not_measured": skipped,
                    "why_not_measured": f"predicted {samples + warmup} calls > {case_budget_s} s budget per case"})))
         del a, b, c, ta, tb, ref
     return cases
@@ -148,7 +149,7 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
         cases.append(require_passed(Case(
             f"cuBLAS bf16, n={n}", {"sizes": n}, "cublas bf16 (torch.mm)", t_lib, flop, nbytes,
             check_close(ref, exact, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
-            extra={"max_abs_err_vs_float64": lib_err, "kernels": profiler.kernels_launched(lambda: torch.mm(ta, tb))})))
+            extra={"max_abs_err_vs_float64": lib_err, "kernels": mm_kernels(ta, tb)})))
         for engine, t in zip(engines, t_engines):
             check, err64 = checks[engine]
             cases.append(require_passed(Case(

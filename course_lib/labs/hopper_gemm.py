@@ -34,6 +34,7 @@ from course_lib.launch.hopper_gemm import (
     smem_bytes,
     stuck_slot_launch,
 )
+from course_lib.launch.library import mm_kernels
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance,
@@ -58,13 +59,6 @@ def gemm_work(m: int, n: int, k: int) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------- experiments
-
-def cublas_kernels(ta, tb) -> list[str]:
-    """The kernels cuBLAS launches for ``torch.mm(ta, tb.t())``: which of its GEMMs the figures are against."""
-    import torch
-
-    return profiler.kernels_launched(lambda: torch.mm(ta, tb.t()))
-
 
 def _timed_beside_cublas(variants: dict[str, tuple], a, b, ta, tb, ref, samples: int):
     """Each variant (kernel, defines, shared bytes at least) run once and checked against cuBLAS's
@@ -106,7 +100,7 @@ def ladder(shapes: list[list[int]], samples: int) -> list[Case]:
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", t_lib,
             flop, nbytes, check_close(ref, _cupy(exact), "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
-            extra={"kernels": cublas_kernels(ta, tb)})))
+            extra={"kernels": mm_kernels(ta, tb.t())})))
         for r in RUNGS:
             t, check = timed[r.kernel]
             cases.append(require_passed(Case(
@@ -260,7 +254,7 @@ def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> lis
         cases.append(require_passed(Case(
             f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", t_lib,
             flop, nbytes, check_close(ref, ref, "itself (the reference of the variants)", 0.0),
-            extra={"kernels": cublas_kernels(ta, tb)})))
+            extra={"kernels": mm_kernels(ta, tb.t())})))
         for name in variants:
             kernel, defines, smem, _ = ABLATIONS[name]
             t, check = timed[name]
@@ -318,7 +312,7 @@ def profile(shape: list[int], samples: int) -> list[Case]:
     (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
     cases = [Case(f"cuBLAS bf16, {label}", {"kernel": "cublas"}, "cublas bf16 (torch.mm(a, b.t()))",
                   t_lib, flop, nbytes, check_close(ref, ref, "itself (the rungs' reference)", 0.0),
-                  extra={"kernels": cublas_kernels(ta, tb)})]
+                  extra={"kernels": mm_kernels(ta, tb.t())})]
     for r in RUNGS:
         t, check = timed[r.kernel]
         cases.append(require_passed(Case(

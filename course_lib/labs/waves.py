@@ -31,6 +31,7 @@ from course_lib.launch.gemm_bf16 import (
     tile_shape,
     variant_name,
 )
+from course_lib.launch.library import mm_kernels
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -47,20 +48,12 @@ from course_lib.measure.experiments import (
     launch_record,
     require_passed,
 )
-from course_lib.measure.profiler import kernels_launched
 from course_lib.measure.target import Target
 from course_lib.models import waves
 
 
 def _check(c_bits, ref, label: str) -> dict:
     return check_close(bf16_bits_to_float32(c_bits), ref, label, bf16_tolerance_rel())
-
-
-def cublas_kernels(ta, tb) -> list[str]:
-    """The CUDA kernels one ``torch.mm`` launches, as the PyTorch profiler names them."""
-    import torch
-
-    return kernels_launched(lambda: torch.mm(ta, tb))
 
 
 def _model_extra(m: int, n: int, k: int, sms: int, resident: int, variant: Variant = PLAIN, split_k: int = 1,
@@ -100,7 +93,7 @@ def _pair_cases(shapes: list[tuple[int, int, int]], samples: int, sweep_key: str
         res = PLAIN.family().resources[KERNEL]
         cases.append(require_passed(Case(
             f"cuBLAS {m}x{n}x{k}", params | {"kernel": "cublas"}, "cublas bf16 (torch.mm)", t_lib,
-            flop, nbytes, lib_check, extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
+            flop, nbytes, lib_check, extra={"cublas_kernels": mm_kernels(ta, tb), "shape": [m, n, k]})))
         cases.append(require_passed(Case(
             f"course {m}x{n}x{k}", params | {"kernel": "course"}, variant_name(PLAIN), t_course,
             flop, nbytes, check, launch_record(grid, block, res, smem),
@@ -225,7 +218,7 @@ def remedies(split_ks: list[int], persistent_grids: list[int], samples: int) -> 
             f"{remedy}: cuBLAS", {"remedy": remedy, "variant": "cublas"}, "cublas bf16 (torch.mm)",
             t_lib, flop, nbytes,
             check_close(cupy.asarray(lib.float()), ref, "float64 matmul of the same bf16 inputs", bf16_tolerance_rel()),
-            extra={"cublas_kernels": cublas_kernels(ta, tb), "shape": [m, n, k]})))
+            extra={"cublas_kernels": mm_kernels(ta, tb), "shape": [m, n, k]})))
         for (label, variant, kw), t, check in zip(variants, times, checks):
             split = kw.get("split_k", 1)
             grid, block, smem = bf16_geometry(m, n, variant.defines)

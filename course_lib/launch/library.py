@@ -36,6 +36,14 @@ def torch_matmul(dtype: str, m: int, n: int, k: int, batch: int | None = None):
     return (lambda: mm(a, b)), mm(a.double(), b.double())
 
 
+def mm_kernels(a, b) -> list[str]:
+    """The CUDA kernels one ``torch.mm(a, b)`` launches, as the PyTorch profiler names them: which of
+    cuBLAS's GEMMs a figure is held against."""
+    import torch
+
+    return kernels_launched(lambda: torch.mm(a, b))
+
+
 MATMUL_RTOL = {"fp32": 1e-5, "tf32": 2e-3, "fp16": 2e-3, "bf16": 1e-2, "fp8": 1e-2}
 
 

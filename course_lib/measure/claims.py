@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Union
 
 from course_lib.core.runtime import REPO_ROOT
-from course_lib.measure import evidence, experiments
+from course_lib.measure import experiments
 from course_lib.measure.experiments import Result
 
 CLAIMS_DIR = REPO_ROOT / "notebooks" / "claims"
@@ -137,26 +137,25 @@ def uncovered(text: str, claims: Iterable[Claim]) -> list[str]:
 
 # --------------------------------------------------------------------------- the runs
 
-def load_claims(stem: str) -> list[Claim]:
-    """``CLAIMS`` of ``notebooks/claims/<stem>.py`` (empty when the notebook has no such file)."""
-    path = CLAIMS_DIR / f"{stem}.py"
-    if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location(f"course_claims_{stem}", path)
+def load_module(stem: str):
+    """``notebooks/claims/<stem>.py``, loaded by path (the folder is no package): a notebook's claims
+    file, or ``_shared``, the helpers several of them use (``shared = claims.load_module("_shared")``)."""
+    spec = importlib.util.spec_from_file_location(f"course_claims_{stem}", CLAIMS_DIR / f"{stem}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return list(module.CLAIMS)
+    return module
 
 
-def result_from_record(record: dict, mode: str) -> Result:
-    cases = [evidence.case_from_json(c) for c in record["cases"]]
-    return Result(record["experiment"], mode, record["machine"], record["recorded_at"],
-                  record.get("params", {}), cases)
+def load_claims(stem: str) -> list[Claim]:
+    """``CLAIMS`` of ``notebooks/claims/<stem>.py`` (empty when the notebook has no such file)."""
+    if not (CLAIMS_DIR / f"{stem}.py").exists():
+        return []
+    return list(load_module(stem).CLAIMS)
 
 
 def notebook_results(nb) -> list[Result]:
     """The live results the GPU run stored with the notebook (``course_run.results``)."""
-    return [result_from_record(r, "live") for r in nb.metadata.get("course_run", {}).get("results", [])]
+    return [Result.from_record(r, "live") for r in nb.metadata.get("course_run", {}).get("results", [])]
 
 
 def _params_match(result: Result, experiment: str, wanted: dict) -> bool:

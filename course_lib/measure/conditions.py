@@ -20,9 +20,7 @@ def _protocol_cells(case: Case) -> dict:
     second = case.extra["second_protocol"]
     # The attempt whose harness timing the case kept (the first, when a re-measurement still disagreed):
     # its blocks median is the one the ratio compares with.
-    kept = min(second.get("attempts") or [{"harness_median_s": case.median_s,
-                                           "blocks_median_s": sorted(second["samples_s"])[len(second["samples_s"]) // 2]}],
-               key=lambda a: abs(a["harness_median_s"] - case.median_s))
+    kept = min(second["attempts"], key=lambda a: abs(a["harness_median_s"] - case.median_s))
     blocks = kept["blocks_median_s"]
     verdict = "agree" if second["agree"] else f"differ by {abs(case.median_s / blocks - 1):.1%} (flagged)"
     if len(second.get("attempts", [])) > 1 and second["agree"]:
@@ -46,10 +44,13 @@ def mark_moving_references(result) -> list[str]:
     """Flag each library reference whose median moved between the recorded runs by more than the
     protocols' tolerance (``extra["moves_between_runs"]``: the spread); returns their names. The
     recorder calls it, so a reference that does not reproduce is marked where it is shown."""
+    if len(result.runs()) < 2:
+        return []
     moving = []
-    for c in result.cases:
-        if is_reference(c) and len(result.runs()) > 1 and runs_spread(result, c.name) > PROTOCOL_TOLERANCE:
-            c.extra["moves_between_runs"] = runs_spread(result, c.name)
+    for c in filter(is_reference, result.cases):
+        spread = runs_spread(result, c.name)
+        if spread > PROTOCOL_TOLERANCE:
+            c.extra["moves_between_runs"] = spread
             moving.append(c.name)
     return moving
 

@@ -83,6 +83,18 @@ class Result:
                 return c
         raise KeyError(f"{self.experiment} has no case {name!r}; it has: {', '.join(c.name for c in self.cases)}")
 
+    @classmethod
+    def from_record(cls, record: dict, mode: str = "recorded") -> "Result":
+        """The inverse of ``to_record``: the result a record holds, with its earlier runs as ``repeats``."""
+        def run(entry: dict, machine: dict) -> "Result":
+            return cls(record["experiment"], mode, machine, entry["recorded_at"], record.get("params", {}),
+                       [evidence.case_from_json(c) for c in entry["cases"]])
+
+        result = run(record, record["machine"])
+        result.repeats = [run(r, {**record["machine"], "gpu_state": r.get("gpu_state")})
+                          for r in record.get("repeats", [])]
+        return result
+
     def to_record(self, command: str, earlier_runs: list["Result"] = ()) -> dict:
         record = {"experiment": self.experiment, "status": "recorded", "recorded_at": self.recorded_at,
                   "command": command, "machine": self.machine, "params": self.params,
@@ -216,7 +228,8 @@ def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
     gpu_slug = gpu_slug or runtime.replay_gpu()
     record = evidence.load(gpu_slug, name)
     recorded = record.get("params", {})
-    cases = [evidence.case_from_json(c) for c in record["cases"]]
+    result = Result.from_record(record)
+    cases = result.cases
     for key, want in resolved.items():
         have = recorded.get(key)
         if want == have:
@@ -227,10 +240,10 @@ def replay(name: str, resolved: dict, gpu_slug: str | None = None) -> Result:
         raise NotRecorded(
             f"{name} with {key}={want!r} was never measured on {record['machine']['gpu']} "
             f"(recorded: {key}={have!r}). Use a recorded value, or run it on a GPU to measure it.")
-    repeats = [Result(name, "recorded", {**record["machine"], "gpu_state": run.get("gpu_state")}, run["recorded_at"],
-                      resolved, [c for c in map(evidence.case_from_json, run["cases"]) if c.name in {k.name for k in cases}])
-               for run in record.get("repeats", [])]
-    return Result(name, "recorded", record["machine"], record["recorded_at"], resolved, cases, repeats=repeats)
+    kept = {c.name for c in cases}
+    for run in result.runs():   # the parameters asked for, and only their cases, in every run
+        run.params, run.cases = resolved, [c for c in run.cases if c.name in kept]
+    return result
 
 
 # --------------------------------------------------------------------------- helpers for bodies

@@ -1,16 +1,12 @@
 """Claims of 01_roofline's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
-import importlib.util
-from pathlib import Path
-
 from course_lib.core import hardware
 from course_lib.measure.ceilings import MeasuredCeilings, roofline_points
+from course_lib.measure import claims
 from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import roofline
 
-_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
-shared = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(shared)
+shared = claims.load_module("_shared")
 
 ROOFLINE, COPY, MATMUL = "roofline.measured", "machine.copy_bandwidth", "machine.matmul_peak"
 # A "% of roof" needs the ceilings, which are other experiments of the same run: such a claim names all

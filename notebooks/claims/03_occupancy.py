@@ -1,15 +1,11 @@
 """Claims of 03_occupancy's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
-import importlib.util
-from pathlib import Path
-
 from course_lib.core import hardware
+from course_lib.measure import claims
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import occupancy as occ
 
-_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
-shared = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(shared)
+shared = claims.load_module("_shared")
 
 SWEEP, ILP, SPILL, LATENCY = "occupancy.smem_sweep", "occupancy.ilp", "occupancy.register_spill", "pipeline.latency"
 HBM_CHASE = {"l1_footprints": [], "l2_footprints": [1 << 30]}   # the notebook's run: notebook 09's 1 GiB chase

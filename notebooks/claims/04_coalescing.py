@@ -1,15 +1,11 @@
 """Claims of 04_coalescing's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
-import importlib.util
-from pathlib import Path
-
 from course_lib.labs import coalescing as lab
+from course_lib.measure import claims
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import memory
 
-_spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
-shared = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(shared)
+shared = claims.load_module("_shared")
 
 COPY, STRIDED, PATTERNS = "machine.copy_bandwidth", "coalescing.strided_copy", "coalescing.patterns"
 

@@ -1,9 +1,7 @@
 """Helpers several claims files share. Not a claims file itself (no notebook is named ``_shared``):
 claims files load it by path, as course_lib.measure.claims loads them,
 
-    _spec = importlib.util.spec_from_file_location("course_claims__shared", Path(__file__).with_name("_shared.py"))
-    shared = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(shared)
+    shared = claims.load_module("_shared")
 """
 from course_lib.measure.experiments import Result
 
