@@ -386,6 +386,54 @@ def wave_scenario(nb: LabNotebook, calc) -> None:
     wave_model(nb, calc, "typing M = N = 768 and split-K 4")
 
 
+# --------------------------------------------------------------------------- 10: the Hopper tile budget
+
+HOPPER_BOXES = {"bm": "BM", "bn": "BN", "bk": "BK", "stages": "stages", "consumers": "consumer warpgroups"}
+
+
+def hopper_model(nb: LabNotebook, calc, after: str) -> None:
+    """render_budget's spans (course_lib/widgets/hopper_gemm.py) from course_lib.models.hopper, for the spec-table GPUs."""
+    from course_lib.core.hardware import SPECS
+    from course_lib.models import hopper
+
+    gpus = {g.name: g for g in SPECS.values()}
+
+    def expected():
+        v = {key: nb.read_int(calc, label) for key, label in HOPPER_BOXES.items()}
+        try:
+            t = hopper.tile_budget(gpus[nb.read(calc, "widget-dropdown", "GPU")], v["bm"], v["bn"], v["bk"],
+                                   v["stages"], v["consumers"],
+                                   nb.read(calc, "widget-toggle-buttons", "setmaxnreg") == "on")
+        except ValueError as exc:
+            return error_expected(exc)
+        out = {".course-smem": f"{t.smem_per_block_bytes:,}", ".course-fits": "fits",
+               ".course-acc-regs": str(t.accumulator_registers), ".course-consumer-regs": str(t.consumer_registers),
+               ".course-launch-regs": str(t.launch_registers), ".course-blocks": str(t.residency.resident_blocks),
+               ".course-limiter": t.residency.limiter, ".course-l2-intensity": f"{t.l2_flop_per_byte:,.1f}",
+               ".course-smem-intensity": f"{t.smem_flop_per_byte:,.1f}"}
+        if t.setmaxnreg:
+            out[".course-consumer-ceiling"] = str(t.consumer_ceiling)
+        return out
+
+    nb.expect_model(calc, expected, after)
+
+
+def hopper_scenario(nb: LabNotebook, calc) -> None:
+    """Rung 3's row (BN 128, no setmaxnreg: 90 registers), a B200, which has no wgmma (a message), and back."""
+    from playwright.sync_api import expect
+
+    nb.make(calc, typed("BN", 128))
+    nb.make(calc, toggle("setmaxnreg", "off"))
+    hopper_model(nb, calc, "typing BN 128, setmaxnreg off")
+    expect(calc.locator(".course-launch-regs"), "rung 3's choice launches at 90 registers").to_have_text("90")
+    nb.make(calc, choose("GPU", "NVIDIA B200"))
+    expect(calc.locator(".course-calc-error"), "a B200 has no wgmma").to_contain_text("tcgen05", timeout=UPDATE_MS)
+    nb.make(calc, choose("GPU", "NVIDIA H200"))
+    nb.make(calc, typed("BN", 256))
+    nb.make(calc, toggle("setmaxnreg", "on"))
+    hopper_model(nb, calc, "back to rung 5's choice on the H200")
+
+
 # Each row: a notebook's calculator. The generic part (run all, find, check the model, make the
 # move, check the answer changed and follows the model, look for widget errors, screenshot) runs
 # for every row; scenario adds learner steps (before the move) with model checks.
@@ -417,6 +465,10 @@ CALCULATORS = [
     CalculatorCase(id="09_pipeline", notebook="09_async_pipelines.ipynb", anchor="load latency µs",
                    move=typed("compute µs", 3.0), screenshot="pipeline_calculator.png",
                    impossible=typed("load µs", -1)),
+    # 5 slots of a 128×256×64 tile take 241 KiB, over the 227 KiB an H200 block may use: "does not fit".
+    CalculatorCase(id="10_hopper_tile", notebook="10_hopper_gemm.ipynb", anchor="consumer warpgroups",
+                   move=typed("stages", 3), screenshot="hopper_tile_calculator.png",
+                   model=hopper_model, scenario=hopper_scenario, impossible=typed("stages", 5)),
 ]
 
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.

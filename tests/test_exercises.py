@@ -36,7 +36,7 @@ def test_bandwidth_check():
     assert not your_gpu.check_bandwidth(case, 3).correct
 
 
-def test_timing_sanity_needs_both_bandwidths_and_the_possible_one():
+def test_timing_prediction_needs_all_three_and_rejects_a_host_timer_scaled_with_the_size():
     from course_lib.measure import experiments
 
     timing, copies = experiments.run("timing.measuring_correctly"), experiments.run("machine.copy_bandwidth")
@@ -44,10 +44,51 @@ def test_timing_sanity_needs_both_bandwidths_and_the_possible_one():
     events = next(c for c in big if c.name.startswith("CUDA events, GPU held"))
     host = next(c for c in big if c.name.startswith("host timer, no sync"))
     copy = copies.case("course copy_vec4")
-    right = {"events GB/s": events.bytes / events.median_s / 1e9, "host timer GB/s": host.bytes / host.median_s / 1e9,
-             "possible": "events"}
-    assert your_gpu.check_timing_sanity(events, host, copy, right).correct
-    assert not your_gpu.check_timing_sanity(events, host, copy, {**right, "possible": "host timer"}).correct
-    assert not your_gpu.check_timing_sanity(events, host, copy, {**right, "events GB/s": 1.0}).correct
-    assert not your_gpu.check_timing_sanity(events, host, copy, {}).correct
-    assert not your_gpu.check_timing_sanity(events, host, copy, {**right, "possible": "both"}).correct
+    # worked out by hand from the cases, not by the checker's own function
+    right = {"events µs": 2 * events.median_s * 1e6, "host timer µs": host.median_s * 1e6,
+             "smallest n": copy.bandwidth_bytes_per_s * host.median_s / 12}
+    assert your_gpu.check_timing_prediction(events, host, copy, right).correct
+    assert your_gpu.check_timing_prediction(events, host, copy, {**right, "events µs": 2.1 * events.median_s * 1e6}).correct
+    # the answers the page prints are not the answers asked for
+    assert not your_gpu.check_timing_prediction(events, host, copy, {**right, "events µs": events.median_s * 1e6}).correct
+    scaled = your_gpu.check_timing_prediction(events, host, copy, {**right, "host timer µs": 2 * host.median_s * 1e6})
+    assert not scaled.correct and "wait for the work" in scaled
+    assert not your_gpu.check_timing_prediction(events, host, copy, {**right, "smallest n": 2 ** 25}).correct
+    assert not your_gpu.check_timing_prediction(events, host, copy, {**right, "smallest n": None}).correct
+    assert not your_gpu.check_timing_prediction(events, host, copy, {}).correct
+    assert not your_gpu.check_timing_prediction(events, host, copy, "events").correct
+
+
+def test_binding_questions_are_shapes_the_notebook_does_not_show():
+    notebook = (__import__("pathlib").Path(__file__).parent.parent / "notebooks" / "01_roofline.md").read_text()
+    for question in roofline.BINDING_QUESTIONS:
+        assert question not in notebook.split("## Exercises")[0]
+    # the fp8 B200 shape is the trap: fp8 doubles the ridge and the intensity alike, and it stays memory-bound
+    assert roofline.binding_roof("fp8 GEMM M=256, N=K=8192 on a B200") == "memory"
+
+
+def test_intensity_limit_check():
+    assert roofline.check_intensity_limit(4096, 4096, "bf16", 2048).correct
+    assert roofline.check_intensity_limit(4096, 4096, "bf16", 2040).correct
+    wrong = roofline.check_intensity_limit(4096, 4096, "bf16", 1365.33)   # the M = 4096 row the page prints
+    assert not wrong.correct and "M = 4096" in wrong
+    assert not roofline.check_intensity_limit(4096, 4096, "bf16", 4096).correct
+    assert not roofline.check_intensity_limit(4096, 4096, "bf16", None).correct
+    assert not roofline.check_intensity_limit(4096, 4096, "bf16", "large").correct
+
+
+def test_m_crossover_check():
+    # solved by hand: M = b·K·N / (2NK / ridge − b(N + K)), ridge = 989.4 / 4.8
+    ridge = 989.4e12 / 4.8e12
+    want = 2 * 4096 * 4096 / (2 * 4096 * 4096 / ridge - 2 * 8192)
+    assert 228 < want < 231
+    assert roofline.check_m_crossover("h200", "bf16", 4096, 4096, want).correct
+    assert roofline.check_m_crossover("h200", "bf16", 4096, 4096, 229).correct
+    square = roofline.check_m_crossover("h200", "bf16", 4096, 4096, 618)   # the square crossover
+    assert not square.correct and "square" in square
+    assert not roofline.check_m_crossover("h200", "bf16", 4096, 4096, 206).correct   # the ridge itself
+    assert not roofline.check_m_crossover("h200", "bf16", 4096, 4096, None).correct
+    # a layer too thin ever to be compute-bound: no M suffices
+    assert roofline.m_crossover("h200", "bf16", 64, 64) == float("inf")
+    assert not roofline.check_m_crossover("h200", "bf16", 64, 64, 1000).correct
+    assert roofline.check_m_crossover("h200", "bf16", 64, 64, "never").correct

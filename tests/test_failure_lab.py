@@ -124,3 +124,42 @@ def test_family_scenarios_accept_the_right_families_and_reveal_no_scenario_when_
     assert "Not a family" in check_families({**right, next(iter(right)): "memory"})
     assert not check_families({s: f for s, f in list(right.items())[:2]}).correct
     assert set(FAMILY_SCENARIOS.values()) <= set(FAMILIES)
+
+
+LIVE_VERDICT = """Compiled for sm_90 (13.0): 31 registers/thread, 0 B static shared memory, no spills.
+  ✔ idle SMs: 2,048 blocks
+  1×1: correct
+  3×1025: correct
+  257×1000: correct
+  1000×33: correct
+  4097×1024: correct
+  16384×1024: correct
+  77×4099: correct
+Timed at 16384×4096: yours 209.7 µs, the course's fusion.rmsnorm_one_pass 135.0 µs for the same bytes (medians of 20, CUDA events, GPU held).
+compute-sanitizer memcheck: no errors.
+compute-sanitizer racecheck: no errors.
+Correct."""
+
+
+def test_the_publish_gate_keeps_a_replayed_fix_unmeasured(mystery):
+    from course_lib.exercises.failure_lab import GATES, publish_gate
+
+    rows = publish_gate(LIVE_VERDICT, mystery)          # replay mode: nothing measured here
+    assert [r["gate"] for r in rows] == list(GATES)
+    assert {r["status"] for r in rows[4:]} == {"not measured"}
+    assert all(r["status"] == "passes" for r in rows[:4])
+
+
+def test_the_publish_gate_passes_a_live_fix_and_fails_what_is_missing(mystery, monkeypatch):
+    from course_lib.core import runtime
+    from course_lib.exercises.failure_lab import publish_gate
+
+    monkeypatch.setattr(runtime, "mode", lambda: "live")
+    assert all(r["status"] == "passes" for r in publish_gate(LIVE_VERDICT, mystery))
+    no_sanitizer = "\n".join(ln for ln in LIVE_VERDICT.splitlines() if not ln.startswith("compute-sanitizer"))
+    assert [r["status"] for r in publish_gate(no_sanitizer, mystery)].count("fails") == 1
+    too_fast = LIVE_VERDICT.replace("yours 209.7 µs", "yours 10.1 µs")          # under the bound: a wrong timer
+    last = publish_gate(too_fast, mystery)[-1]
+    assert last["status"] == "fails" and "below the bound" in last["evidence"]
+    wrong = LIVE_VERDICT.replace("77×4099: correct", "77×4099: WRONG. row 3")
+    assert publish_gate(wrong, mystery)[5]["status"] == "fails"

@@ -218,3 +218,20 @@ def test_the_explanation_quiz_accepts_only_the_failures_own_explanation():
     assert not quiz.check_choice(5, None).correct
     assert "not one of the three" in quiz.check_choice(5, failures.failure(30).explanation)
     assert "Measured: recorded on" in quiz.check_choice(25, failures.failure(25).explanation)
+
+
+@pytest.mark.parametrize("number, says", [
+    (1, "64 kernels launched against 1"), (2, "through 132 SMs"), (3, "started before the block one below them"),
+    (4, "2 tiles per block"), (13, "sectors per load request"), (19, "wrong in 10 of 10 runs"),
+    (23, "against the datasheet's 4.8 TB/s"), (24, "never crossed HBM"), (27, "splitK"), (28, "warps active 14.0%"),
+    (29, "MHz maximum"), (30, "cudnn"), (33, "never crossed HBM"),
+])
+def test_evidence_shows_the_number_that_decides_the_mistake(number, says):
+    text = failure_records.evidence(failures.failure(number))
+    assert "Deciding number:" in text and says in text, text
+
+
+def test_failures_24_and_33_are_demonstrated_and_none_is_both_cited_and_unmeasured():
+    shown = {f.number for f in failures.demonstrated()}
+    assert {24, 33} <= shown
+    assert {r["#"] for r in failures.undemonstrated_rows()} == {11, 15, 16, 35}

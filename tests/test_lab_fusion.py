@@ -16,9 +16,10 @@ from course_lib.models import fusion
 def test_chain_source_has_one_kernel_per_op_and_a_fused_one():
     ops = [fusion_launch.affine_op(i) for i in range(3)]
     src = fusion_launch.chain_source(ops)
-    for name in ("op_1", "op_2", "op_3", "fused_chain"):
-        assert f'extern "C" __global__ void {name}(' in src
-    assert src.count("x = fmaf(") == 12 and "op_4" not in src
+    for name in ("op_1", "op_2", "op_3", *(shape.kernel for shape in fusion_launch.CHAIN_SHAPES)):
+        assert f" {name}(float* __restrict__ out" in src
+    assert len({shape.kernel for shape in fusion_launch.CHAIN_SHAPES}) == len(fusion_launch.CHAIN_SHAPES)
+    assert src.count("x = fmaf(") == 12 and "op_4" not in src   # each op's steps once, in its device function
     with pytest.raises(ValueError, match="at least one op"):
         fusion_launch.chain_source([])
 
@@ -41,11 +42,48 @@ def test_apply_matches_the_generated_statements():
     assert np.allclose(op.apply(x), want, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 1024, 1025, 2**26 + 3])
-def test_chain_launch_covers_every_element(n):
-    (blocks,), (threads,) = fusion_launch.chain_launch(n)
-    assert blocks >= 1
-    assert blocks * threads * 4 >= n - n % 4 and blocks * threads >= n % 4
+@pytest.mark.parametrize("shape", [*fusion_launch.CHAIN_SHAPES, fusion_launch.OP_SHAPE], ids=lambda s: s.kernel)
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 1024, 1025, 4096, 4099, 2**26 + 3, 2**33 + 5])
+def test_every_chain_shape_covers_every_element_once(shape, n):
+    (blocks,), (threads,) = shape.launch(n)
+    assert blocks >= 1 and threads == shape.block
+    float4s = n // 4
+    assert blocks * threads * shape.vecs >= float4s          # every float4 has a thread
+    assert (blocks - 1) * threads * shape.vecs < max(float4s, 1)   # and no block is wholly idle
+    assert threads >= n % 4                                  # block 0 takes the tail
+
+
+@pytest.mark.parametrize("vecs, block, loop", [(0, 128, False), (2, 100, False), (1, 2048, False), (2, 256, True)])
+def test_impossible_chain_shapes_are_refused(vecs, block, loop):
+    with pytest.raises(ValueError, match="chain shape|grid-stride"):
+        fusion_launch.ChainShape(vecs, block, loop)
+
+
+def test_every_fused_shape_compiles_without_local_memory_and_groups_its_loads():
+    """Compiled here by NVRTC for the H200: no shape keeps its float4s in local memory; each no-loop
+    shape has its ``vecs`` 16-byte loads twice (the whole tile, the guarded last tile) and issues at
+    least two before its first FMA (ptxas may start the math while the rest are in flight)."""
+    from course_lib.core import cuda
+    from course_lib.measure import sass
+
+    try:
+        fam = cuda.compile_generated(fusion_launch.chain_source([fusion_launch.affine_op(i) for i in range(4)]),
+                                     "chain_test", "sm_90")
+    except cuda.NvrtcUnavailable:
+        pytest.skip("no NVRTC here")
+    try:
+        mnemonics = sass.instructions(fam.cubin)
+    except sass.DisassemblerUnavailable as exc:
+        pytest.skip(str(exc))
+    for shape in fusion_launch.CHAIN_SHAPES:
+        assert fam.resources[shape.kernel].stack_frame_bytes == 0
+        if shape.loop:
+            continue
+        ins = mnemonics[shape.kernel]
+        wide = [m for m in ins if m.startswith("LDG.E.128")]
+        first_fma = [m.split(".")[0] for m in ins].index("FFMA")
+        assert len(wide) == 2 * shape.vecs, (shape.kernel, wide)
+        assert sum(m.startswith("LDG.E.128") for m in ins[:first_fma]) >= min(shape.vecs, 2), shape.kernel
 
 
 @pytest.mark.parametrize("n", [1, 5, 1000, 1024, 4097, 32768])

@@ -292,6 +292,19 @@ def test_bank_calculator_shows_the_models_numbers():
     assert shown(calc, "course-wavefronts") == "2"
 
 
+def test_bank_calculator_pairs_16_byte_loads():
+    calc = widgets_shared_memory.BankCalculator(pattern="row", access_bytes=16)
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ideal")) == ("4", "4")
+    calc.pattern.value = "grouped"
+    calc.stride.value = 8          # a GEMM warp's A reads: 8 neighbouring lanes on one float4
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ideal")) == ("2", "2")
+    assert "lane n ^ 1" in calc.answer.value
+    calc.pattern.value = "repeating"   # its B reads: lanes 8 apart share, neighbours do not
+    assert shown(calc, "course-wavefronts") == "4"
+    calc.stride.value = 0
+    assert "course-calc-error" in calc.answer.value and "period 0" in calc.answer.value
+
+
 @pytest.mark.parametrize("setup, message", [
     (lambda c: setattr(c.pitch, "value", 0), "at least 1 element"),
     (lambda c: (setattr(c.pattern, "value", "strided"), setattr(c.stride, "value", 0)), "stride 0"),

@@ -125,3 +125,24 @@ def test_chase_hops_warm_a_cache_sized_footprint_and_cap_a_larger_one():
     assert pipeline_launch.chase_hops(1 << 30, 50 << 20) == 1 << 15
     assert lab_pipeline.max_bytes_in_flight("stream_sync", 8, None) == 8 * 256 * 16
     assert lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 1) == lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 2)
+
+
+def test_bytes_in_flight_follow_each_loop_s_order():
+    """stream_cp_async waits for tile j before it issues j + S - 1: S - 1 tiles out while it waits.
+    stream_bulk refills a slot as soon as it is read: S tiles out while it waits for one."""
+    tile = lab_pipeline.TILE_BYTES
+    for s in (2, 3, 4, 8):
+        assert lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, s) == (s - 1) * tile
+        assert lab_pipeline.max_bytes_in_flight("stream_bulk", 1, s) == s * tile
+        assert lab_pipeline.max_bytes_in_flight("stream_bulk", 2, s) == 2 * s * tile
+    assert lab_pipeline.max_bytes_in_flight("stream_bulk", 1, 1) == tile
+    assert lab_pipeline.max_bytes_in_flight("stream_cp_async", 1, 1) == tile
+
+
+def test_streaming_rows_count_from_the_loop_not_from_the_record(recorded):
+    """The record's stored count predates the correction; the table counts S tiles for the TMA."""
+    st = recorded["streaming"]
+    rows = lab_pipeline.streaming_rows(st, 340.0)
+    bulk2 = next(r for r in rows if r["kernel"] == "stream_bulk" and r["blocks/SM"] == 1 and r["stages"] == 2)
+    cp3 = next(r for r in rows if r["kernel"] == "stream_cp_async" and r["blocks/SM"] == 1 and r["stages"] == 3)
+    assert bulk2["bytes in flight/SM"] == cp3["bytes in flight/SM"] == 2 * lab_pipeline.TILE_BYTES

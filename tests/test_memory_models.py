@@ -86,7 +86,35 @@ def test_eight_byte_accesses_are_served_per_half_warp():
 
 def test_sixteen_byte_accesses_are_served_per_quarter_warp():
     r = memory.bank_conflicts(memory.shared_addresses("row", 16), 16)
-    assert (r.lanes_per_phase, r.wavefronts) == (8, 4)
+    assert (r.lanes_per_phase, r.wavefronts, r.paired) == (8, 4, False)
+    # lanes 4 apart share an address (NVIDIA forum thread 77228's case): not paired, still 4
+    assert memory.bank_conflicts([16 * (i % 4) for i in range(32)], 16).wavefronts == 4
+    assert memory.bank_conflicts(memory.shared_addresses("repeating", 16, stride=8), 16).wavefronts == 4
+
+
+def test_sixteen_byte_loads_with_paired_lanes_take_half_the_wavefronts():
+    # lanes n and n^1, or n and n^2, on one address: packed returns, served per half-warp
+    for addrs in (memory.shared_addresses("broadcast", 16), memory.shared_addresses("grouped", 16, stride=2),
+                  memory.shared_addresses("grouped", 16, stride=8),
+                  tuple(16 * ((i % 2) + 2 * (i // 4)) for i in range(32))):   # n == n^2, not n^1
+        r = memory.bank_conflicts(addrs, 16)
+        assert (r.lanes_per_phase, r.wavefronts, r.ideal_wavefronts, r.paired) == (16, 2, 2, True)
+    assert memory.paired_lanes(memory.shared_addresses("grouped", 16, stride=2)) == 1
+    assert memory.paired_lanes(tuple(16 * ((i % 2) + 2 * (i // 4)) for i in range(32))) == 2
+    # the rule is about loads: a store keeps quarter-warp phases
+    assert memory.bank_conflicts(memory.shared_addresses("broadcast", 16), 16, store=True).wavefronts == 4
+    # 8-byte loads keep half-warp phases whatever the pairing (no measurement of paired 8-byte loads)
+    assert memory.bank_conflicts(memory.shared_addresses("broadcast", 8), 8).wavefronts == 2
+    # a paired half-warp still conflicts inside its phase: 8 distinct float4s 32 bytes apart
+    conflicted = tuple(32 * (i // 2 % 8) for i in range(32))
+    assert memory.bank_conflicts(conflicted, 16).wavefronts == 4
+
+
+def test_grouped_and_repeating_patterns():
+    assert memory.shared_addresses("grouped", 4, stride=4)[:6] == (0, 0, 0, 0, 4, 4)
+    assert memory.shared_addresses("repeating", 4, stride=4)[:6] == (0, 4, 8, 12, 0, 4)
+    with pytest.raises(ValueError, match="group size 0"):
+        memory.shared_addresses("grouped", 4, stride=0)
 
 
 def test_dram_blocks_of_64_bytes():
@@ -113,8 +141,11 @@ def brute_sectors(addrs, b, s=32):
 
 
 def brute_wavefronts(addrs, b):
-    """Simulate the banks: each pass serves, per phase, one pending word per bank (all lanes wanting it)."""
+    """Simulate the banks: each pass serves, per phase, one pending word per bank (all lanes wanting it).
+    A 16-byte load whose lanes n and n^1 (or n and n^2) all share addresses is served per half-warp."""
     per_phase = max(1, min(32, 128 // b))
+    if b == 16 and any(all(addrs[n] == addrs[n ^ d] for n in range(32)) for d in (1, 2)):
+        per_phase = 16
     total = 0
     for start in range(0, 32, per_phase):
         pending = {w for a in addrs[start:start + per_phase] if a is not None for w in range(a // 4, (a + b - 1) // 4 + 1)}
@@ -125,6 +156,18 @@ def brute_wavefronts(addrs, b):
             pending -= set(served.values())
             total += 1
     return total
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bank_model_matches_brute_force_on_random_paired_16_byte_loads(seed):
+    rng = random.Random(1000 + seed)
+    d = rng.choice([1, 2])
+    addrs = [None] * 32
+    for n in range(32):
+        if addrs[n] is None:
+            addrs[n] = addrs[n ^ d] = rng.randrange(rng.choice([64, 512, 4096])) // 16 * 16
+    assert memory.bank_conflicts(addrs, 16).paired
+    assert memory.bank_conflicts(addrs, 16).wavefronts == brute_wavefronts(addrs, 16)
 
 
 @pytest.mark.parametrize("seed", range(200))
@@ -197,3 +240,40 @@ def test_transpose_edges_count_partial_warps():
     assert edge.store_requests < full.store_requests and edge.load_wavefronts > edge.load_requests
     with pytest.raises(ValueError, match="multiple of the tile"):
         memory.transpose_smem_full_tiles(100, 32, 8, 33, False)
+
+
+# --------------------------------------------------------------------------- notebook 06's ladder through the bank model
+
+def test_warp_tiles_are_the_kernel_files_macros():
+    from course_lib.core.cuda import macros
+
+    d = macros("gemm_fp32")
+    for prefix, tile in (("WT", memory.WARPTILE), ("WB", memory.WARPTILE_16X8)):
+        assert {k: d[f"{prefix}_{k.upper()}"] for k in tile} == tile
+
+
+def test_ladder_wavefronts_per_warp_and_k():
+    # step 9: per k, 4 paired A reads (2 wavefronts) + 2 unpaired B reads (4): 16 per warp; 4096 warps
+    r = memory.gemm_fp32_wavefronts("sgemm_warptile_db_16x8", 4096)
+    assert r.load_wavefronts == 16 * 4096 * 4096 and r.conflicts == 0
+    # a quarter-warp rule for every LDS.128 would need 6 x 4 = 24 per warp and k
+    assert r.load_wavefronts < 24 * 4096 * 4096
+    # step 4's transposed A store: 8 lanes of a warp on each of 4 banks, an 8-way conflict
+    assert memory.gemm_fp32_wavefronts("sgemm_reg1d", 4096).store_conflicts == 7 * 512 * 4096 * 16
+    assert memory.gemm_fp32_wavefronts("sgemm_vec4", 4096).store_conflicts == 0    # PAD removes it
+    with pytest.raises(ValueError, match="multiple"):
+        memory.gemm_fp32_wavefronts("sgemm_vec4", 1000)
+
+
+def test_ladder_wavefronts_match_the_h200_profile():
+    from course_lib.measure import experiments
+
+    prof = experiments.run("gemm.profile")
+    for c in prof.cases:
+        k = c.params["kernel"]
+        if not k.startswith("sgemm_") or k in ("sgemm_naive", "sgemm_coalesced"):
+            continue
+        model, m = memory.gemm_fp32_wavefronts(k, c.params["n"]), c.extra["ncu"]
+        assert m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] == pytest.approx(model.wavefronts, rel=0.02), k
+        assert m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] == pytest.approx(
+            model.conflicts, rel=0.05, abs=0.02 * model.wavefronts), k

@@ -6,7 +6,8 @@ import pytest
 
 from course_lib.core import cuda
 from course_lib.core.hardware import SPECS
-from course_lib.exercises.gemm_ladder import check_tile_choice, check_tile_index, reg2d_owner
+from course_lib.exercises.gemm_ladder import (check_layout_wavefronts, check_tile_choice, check_tile_index,
+                                             layout_wavefronts, quadrant_owner, reg2d_owner)
 from course_lib.labs import gemm_ladder as lab_gemm
 from course_lib.launch import gemm_bf16, gemm_fp32
 from course_lib.models import occupancy, tiling
@@ -129,10 +130,32 @@ def test_calculator_bad_input_is_a_message_not_a_traceback():
 # --------------------------------------------------------------------------- exercises
 
 def test_tile_index_check():
-    assert check_tile_index(reg2d_owner).correct
+    assert check_tile_index(quadrant_owner).correct
+    # step 5's layout, which the page prints, is a wrong answer to the exercise's layout
+    v = check_tile_index(reg2d_owner)
+    assert not v.correct and "step 5's layout" in str(v)
     assert not check_tile_index(lambda br, bc, t, i, j: (br * 128 + (t % 16) * 8 + i, bc * 128 + (t // 16) * 8 + j)).correct
+    # sub-tiles in the right place but the quadrant step forgotten on the columns
+    assert not check_tile_index(lambda br, bc, t, i, j: (br * 128 + (i // 4) * 64 + (t // 16) * 4 + i % 4,
+                                                         bc * 128 + (t % 16) * 4 + j)).correct
     assert not check_tile_index(lambda *a: 1 / 0).correct
     assert not check_tile_index(None).correct
+
+
+def test_quadrant_layout_covers_the_block_tile_once():
+    cells = {quadrant_owner(0, 0, t, i, j) for t in range(256) for i in range(8) for j in range(8)}
+    assert cells == {(r, c) for r in range(128) for c in range(128)}
+
+
+def test_layout_wavefronts_check():
+    assert layout_wavefronts() == 12                  # 2 paired A reads x 2 + 2 B reads x 4
+    assert layout_wavefronts(reg2d_owner) == 20       # step 5: B reads 32 bytes apart conflict 2-way
+    assert check_layout_wavefronts(12).correct
+    for wrong in (16, 20, 8, 0):
+        assert not check_layout_wavefronts(wrong).correct
+    assert "pairing" in str(check_layout_wavefronts(16)) or "paired" in str(check_layout_wavefronts(16))
+    assert not check_layout_wavefronts(None).correct
+    assert not check_layout_wavefronts("12").correct
 
 
 def test_reg2d_owner_matches_the_kernel_source():
@@ -142,9 +165,10 @@ def test_reg2d_owner_matches_the_kernel_source():
 
 
 def test_tile_choice_check():
-    good = dict(block_m=128, block_n=128, block_k=32, stages=3, threads=256, outputs_per_thread=64)
+    good = dict(block_m=128, block_n=128, block_k=16, stages=4, threads=256, outputs_per_thread=64)
     assert check_tile_choice(good).correct
-    assert not check_tile_choice(dict(good, block_k=64)).correct          # one block per SM
+    assert not check_tile_choice(dict(good, block_k=32)).correct          # 64 KiB: one block per SM
+    assert not check_tile_choice(dict(good, block_k=32, stages=3)).correct   # 3 stages: too few
     assert not check_tile_choice(dict(good, stages=2)).correct
     assert not check_tile_choice(dict(good, block_m=64, block_n=64, threads=64)).correct
     assert not check_tile_choice(dict(good, threads=100)).correct         # invalid: a message, no raise

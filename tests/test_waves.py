@@ -235,3 +235,52 @@ def test_split_k_slices_are_never_empty():
     assert gemm_bf16.empty_slices(72, 3) and not gemm_bf16.empty_slices(72, 2)
     assert not gemm_bf16.empty_slices(16384, 7)                 # the recorded remedy: 256 tiles in 7 slices
     assert gemm_bf16.empty_slices(448, 6) and gemm_bf16.max_split(448) == 7   # 7 tiles: 6 slices leave one empty
+
+
+# --------------------------------------------------------------------------- the SM-round model
+
+def test_sm_rounds_count_blocks_per_sm_with_the_grid_spread_first():
+    s = waves.schedule(288, 132, 2)                      # 4096 x 1152 on 128 x 128 tiles
+    assert (s.waves, s.sm_rounds) == (2, 3)
+    assert s.sm_round_efficiency == pytest.approx(288 / 396)
+    assert waves.schedule(256, 132, 2).sm_rounds == 2    # one wave of slots, two rounds
+    assert waves.schedule(100, 132, 1).sm_rounds == waves.schedule(100, 132, 1).waves == 1
+
+
+def test_split_k_4_loses_to_3_under_the_sm_round_model_and_wins_under_the_slot_model():
+    """768 x 768 x 16384 on 132 SMs at 2 blocks each: 108 blocks fit one round, 144 need two."""
+    q3, q4 = (waves.quantize(768, 768, 128, 128, 132, 2, s) for s in (3, 4))
+    assert q4.useful_fraction > q3.useful_fraction and q4.slot_model_tiles < q3.slot_model_tiles
+    assert (q3.schedule.sm_rounds, q4.schedule.sm_rounds) == (1, 2)
+    assert q3.busiest_sm_tiles == pytest.approx(1 / 3) and q4.busiest_sm_tiles == pytest.approx(1 / 2)
+    assert waves.predicted_seconds_sm_rounds(q4, 185e-6) > waves.predicted_seconds_sm_rounds(q3, 185e-6)
+
+
+@pytest.mark.parametrize("grid, rounds", [(270, 3), (264, 3), (135, 4), (132, 3), (90, 3)])
+def test_a_persistent_grid_s_rounds_are_its_busiest_sm_s_tiles(grid, rounds):
+    assert waves.persistent_sm_rounds(270, grid, 132) == rounds
+
+
+def test_calculator_shows_both_models_and_a_time_given_a_tile_s_cost():
+    calc = wave_calculator(m=768, n=768, k=16384, split_k=4, resident_blocks_per_sm=2)
+    assert shown(calc, "course-sm-rounds") == "2" and shown(calc, "course-round-useful") == "54.55%"
+    assert shown(calc, "course-round-us") is None               # no time until a tile's cost is given
+    calc.tile_us.value = 185.0
+    assert shown(calc, "course-round-us") == "92.5 µs" and shown(calc, "course-slot-us") == "92.5 µs"
+    calc.split_k.value = 3
+    assert shown(calc, "course-round-us") == "61.7 µs" and shown(calc, "course-slot-us") == "123.3 µs"
+
+
+def test_the_split_time_exercise_wants_the_sm_round_prediction_in_us():
+    from course_lib.exercises.waves import check_split_time, sm_round_split_time_s
+    from course_lib.measure import experiments
+
+    r = experiments.replay("waves.remedies", experiments.resolve_params("waves.remedies"), "h200")
+    base = r.case("split_k: course 128x128, one tile per block").median_s
+    assert sm_round_split_time_s(r, 4) == pytest.approx(base * 2 / 4)     # 144 blocks: two rounds of K/4
+    assert sm_round_split_time_s(r, 3) == pytest.approx(base / 3)         # 108 blocks: one round of K/3
+    assert check_split_time(r, 4, base * 1e6 / 2).correct
+    assert not check_split_time(r, 4, base * 1e6 / 4).correct             # the slot count, not the SM count
+    assert not check_split_time(r, 4, base / 2).correct                   # seconds, not µs
+    assert "seconds" in check_split_time(r, 4, base / 2)
+    assert not check_split_time(r, 4, None).correct and not check_split_time(r, 4, "fast").correct

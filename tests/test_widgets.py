@@ -159,3 +159,32 @@ def test_a_typed_in_gpu_is_held_to_the_largest_memory_in_the_table():
     calc.gpu.value = CUSTOM
     calc.n.value = 10 ** 7
     assert "any GPU in the course&#x27;s table" in calc.answer.value   # HTML-escaped
+
+
+def test_the_roofline_calculator_takes_m_n_k_and_handles_a_matrix_vector_product(calc):
+    from course_lib.core.hardware import BYTES_PER_ELEMENT
+
+    assert calc.m.disabled and calc.k.disabled and calc.m.value == calc.k.value == calc.n.value   # square
+    calc.gpu.value = SPECS["h200"].name
+    calc.square.value = False
+    assert not calc.m.disabled
+    calc.m.value, calc.n.value, calc.k.value = 1, 8192, 8192
+    b = BYTES_PER_ELEMENT["fp16"]
+    want = 2 * 8192 * 8192 / (b * (8192 + 8192 * 8192 + 8192))
+    assert shown(calc, "course-intensity") == f"{want:,.1f}" == "1.0"
+    assert shown(calc, "course-binding") == "memory"
+    assert "M = 1, N = 8,192, K = 8,192 (a matrix-vector product)" in calc.answer.value
+    assert shown(calc, "course-crossover") is None   # the square crossover is not this shape's
+    calc.m.value = 4096                              # many rows: the same weights, compute-bound
+    assert shown(calc, "course-binding") == "compute"
+    calc.m.value = 0
+    assert "M must be at least 1" in calc.answer.value
+    calc.square.value = True                         # back to square: M and K follow N again
+    assert calc.m.value == calc.k.value == 8192 and shown(calc, "course-crossover") == "618"
+
+
+def test_the_roofline_calculator_says_when_the_bound_is_below_a_launch(calc):
+    calc.n.value = 8
+    assert "course-launch-note" in calc.answer.value and "start one kernel" in calc.answer.value
+    calc.n.value = 4096
+    assert "course-launch-note" not in calc.answer.value

@@ -3,6 +3,7 @@ budget, and which of two streaming kernels a measurement favours."""
 from __future__ import annotations
 
 from course_lib.exercises.base import Verdict
+from course_lib.labs.async_pipelines import bytes_in_flight
 from course_lib.models import pipeline
 
 
@@ -45,9 +46,9 @@ def check_winner(result, first: dict, second: dict, answer) -> Verdict:
         return Verdict(f"{result.experiment} did not measure both variants: {first}, {second}.", False)
     a, b = found[0][0], found[1][0]
     want = "first" if a.median_s < b.median_s else "second"
-    told = (f"{a.name}: {a.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with {a.extra['max_bytes_in_flight_per_sm']:,} B in "
+    told = (f"{a.name}: {a.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with {bytes_in_flight(a):,} B in "
             f"flight per SM; {b.name}: {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with "
-            f"{b.extra['max_bytes_in_flight_per_sm']:,} B ({result.provenance}).")
+            f"{bytes_in_flight(b):,} B ({result.provenance}).")
     if answer == want:
         return Verdict(f"Correct. {told}", True)
     return Verdict(f"Not this time. {told} Bytes in flight, not warps, set the bandwidth.", False)

@@ -20,7 +20,7 @@ SUSPECTS = tuple(sorted((*MYSTERY_DEFECTS, *CLEARED)))
 
 # Where to look for a defect not found yet, without naming it.
 _WHERE_TO_LOOK = {
-    "idle SMs": "the launch: how many blocks, for how many SMs",
+    "idle SMs": "the launch: how many blocks and threads, for how many SMs and the threads they can hold",
     "uncoalesced loads": "which addresses the 32 lanes of one warp read in the same instruction",
     "local memory": "the compile report's stack frame",
     "edges": "what the last block does when rows is not a multiple of ROWS_PER_BLOCK",
@@ -162,3 +162,86 @@ def check_choice(number: int, chosen: str | None) -> Verdict:
     shown, where = evidence(f), link(f)
     return Verdict(f"Right. {f.explanation}" + (f" Measured: {shown}" if shown else " (Not measured in this course.)")
                    + (f" See {where}." if where else ""), True)
+
+
+# --------------------------------------------------------------------------- the publish gate
+
+# The five questions a performance claim answers, in order (operation, backend and kernel, mapping, state,
+# evidence), then the evidence the last one needs.
+GATES = (
+    "1. operation: which operation, on which tensors",
+    "2. kernel: which kernel ran, with what resources",
+    "3. mapping: blocks, warps and lanes to the data (launch and sector models)",
+    "4. state: registers, stack and spills",
+    "5a. evidence: the label (measured now, on which GPU)",
+    "5b. evidence: right against a float64 reference at every size",
+    "5c. evidence: memory-safe under compute-sanitizer (memcheck, racecheck)",
+    "5d. evidence: timed with CUDA events, 20 or more samples, beside a reference kernel",
+    "5e. evidence: the lower bound and the residual",
+)
+
+
+def _timed(verdict: str):
+    """(shape rows, cols, yours µs, reference µs, samples) from the checker's timing line, or None."""
+    import re
+
+    m = re.search(r"Timed at (\d+)×(\d+): yours ([\d.]+) µs, the course's (\S+) ([\d.]+) µs .*?medians of (\d+), "
+                  r"CUDA events", verdict)
+    if not m:
+        return None
+    return int(m[1]), int(m[2]), float(m[3]), m[4], float(m[5]), int(m[6])
+
+
+def publish_gate(verdict, result) -> list[dict]:
+    """The publish gate a claim about the capstone's fix must pass before it is stated as measured:
+    one row per gate (``GATES``: the five questions in order, then the evidence), its status
+    (passes, fails, or not measured) and the evidence for it. ``verdict`` is what
+    ``kernel_exercises.check("mystery_rms_norm", source, sanitize=True)`` returned; ``result`` is
+    ``failures.mystery`` (its copy kernel gives the bandwidth for the bound)."""
+    from course_lib.core import runtime
+    from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE
+
+    text = str(verdict)
+    lines = text.splitlines()
+    ran = not any(ln.startswith("Not run") for ln in lines) and runtime.mode() == "live"
+    unmeasured = "not measured"
+    compiled = next((ln for ln in lines if ln.startswith("Compiled for")), None)
+    crosses = [ln.strip() for ln in lines if ln.strip().startswith("✘")]
+    sizes = [ln.strip() for ln in lines if ln.strip().endswith(": correct") or ": WRONG" in ln]
+    wrong = [s for s in sizes if "WRONG" in s]
+    sanitizer = [ln.strip() for ln in lines if ln.startswith("compute-sanitizer")]
+    timed = _timed(text)
+    copy = next(c for c in result.cases if c.kernel == "elementwise.copy_vec4")
+    rows, cols = MYSTERY_TIMED_SHAPE
+
+    def row(gate, ok, evidence):
+        status = unmeasured if ok is None else "passes" if ok else "fails"
+        return {"gate": gate, "status": status, "evidence": evidence}
+
+    out = [row(GATES[0], True, f"RMSNorm over rows, fp32 in and out, timed at {rows:,} × {cols:,}, checked at "
+                               + ", ".join(f"{r}×{c}" for r, c in MYSTERY_SHAPES)),
+           row(GATES[1], compiled is not None, compiled or "no compile report in the verdict"),
+           row(GATES[2], not crosses if compiled else False,
+               "every static check passes" if compiled and not crosses else "; ".join(crosses) or "not checked"),
+           row(GATES[3], bool(compiled) and "no spills" in compiled and not any("local memory" in c for c in crosses),
+               (compiled or "").split(": ", 1)[-1] or "not checked")]
+    out.append(row(GATES[4], True if ran else None,
+                   f"measured now on this GPU ({runtime.mode()} mode)" if ran else
+                   "replay: nothing was run here, so the claim stays unmeasured"))
+    out.append(row(GATES[5], (not wrong and len(sizes) == len(MYSTERY_SHAPES)) if ran else None,
+                   f"{len(sizes) - len(wrong)} of {len(MYSTERY_SHAPES)} sizes right" if ran else "not run"))
+    out.append(row(GATES[6], (len(sanitizer) == 2 and all(s.endswith("no errors.") for s in sanitizer)) if ran else None,
+                   "; ".join(sanitizer) if sanitizer else "not run: check with sanitize=True"))
+    out.append(row(GATES[7], (timed is not None and timed[5] >= 20) if ran else None,
+                   f"median of {timed[5]} samples: {timed[2]:.1f} µs, beside {timed[3]} at {timed[4]:.1f} µs"
+                   if timed else "no timing line (the kernel must be right first)"))
+    bound_s = (2 * rows * cols + cols) * 4 / (copy.bytes / copy.median_s)
+    if timed and ran:
+        yours_s = timed[2] * 1e-6
+        out.append(row(GATES[8], yours_s >= bound_s,
+                       f"bound {bound_s * 1e6:.1f} µs (the bytes at the copy's bandwidth, {result.provenance}); "
+                       f"residual {(yours_s - bound_s) * 1e6:.1f} µs" + ("" if yours_s >= bound_s else
+                                                                          ": below the bound, so the timing is wrong")))
+    else:
+        out.append(row(GATES[8], None, f"bound {bound_s * 1e6:.1f} µs; no measured time beside it, so no residual"))
+    return out

@@ -1,4 +1,5 @@
-"""Notebook 01's checks: the ridge, which roof binds, the crossover size."""
+"""Notebook 01's checks: the ridge, which roof binds, the crossover size, and for a GEMM whose weights are
+fixed (N, K) the intensity limit and the number of rows M from which compute binds."""
 from __future__ import annotations
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, spec
@@ -19,11 +20,16 @@ def check_ridge(gpu: str, dtype: str, answer) -> Verdict:
     return Verdict(f"Not quite: {answer} is off by more than 2%{hint}. Ridge = peak FLOP/s ÷ bytes/s.", False)
 
 
+def _gemm(m: int, n: int, k: int, dtype: str, gpu: str) -> tuple:
+    return (roofline.gemm_flop(m, n, k), roofline.gemm_compulsory_bytes(m, n, k, BYTES_PER_ELEMENT[dtype]), gpu, dtype)
+
+
+# Shapes the notebook neither measures nor prints a verdict for: each is a prediction.
 BINDING_QUESTIONS = {
-    "fp32 vector add of 2^26 elements on an H200": (2 ** 26, 12 * 2 ** 26, "h200", "fp32"),
-    "bf16 matmul 4096³ on an H200": (2 * 4096 ** 3, 3 * 2 * 4096 ** 2, "h200", "bf16"),
-    "bf16 matmul 256³ on an H200": (2 * 256 ** 3, 3 * 2 * 256 ** 2, "h200", "bf16"),
-    "bf16 matrix-vector 8192 on a B200": (2 * 8192 ** 2, 2 * (8192 ** 2 + 2 * 8192), "b200", "bf16"),
+    "bf16 GEMM M=64, N=K=4096 on an H200 (a batch of 64 rows through one layer)": _gemm(64, 4096, 4096, "bf16", "h200"),
+    "bf16 GEMM M=512, N=K=4096 on an H200": _gemm(512, 4096, 4096, "bf16", "h200"),
+    "fp8 GEMM M=256, N=K=8192 on a B200": _gemm(256, 8192, 8192, "fp8", "b200"),
+    "fp32 GEMM M=N=K=1024 on an A100, CUDA cores": _gemm(1024, 1024, 1024, "fp32", "a100-sxm"),
 }
 
 
@@ -62,3 +68,46 @@ def check_crossover(gpu: str, dtype: str, answer) -> Verdict:
     if _close(answer, want, 0.03):
         return Verdict(f"Correct: N ≈ {want:,.0f}.", True)
     return Verdict("Not quite: set 2N³/C = 3N²b/B and solve for N.", False)
+
+
+def check_intensity_limit(n: int, k: int, dtype: str, answer) -> Verdict:
+    """Exercise: the intensity that C[M,N] = A[M,K]·B[K,N] approaches as M grows without bound, N and K fixed."""
+    if answer is None:
+        return Verdict("Not answered yet: replace None with your number in FLOP/byte.", False)
+    b = BYTES_PER_ELEMENT[dtype]
+    want = 2 * n * k / (b * (n + k))   # 2MNK / b(MK + KN + MN) with the KN term negligible
+    if _close(answer, want, 0.02):
+        return Verdict(f"Correct: {want:,.0f} FLOP/byte. As M grows the weights' bytes (K·N) stop mattering and "
+                       f"every row brings b·(K + N) bytes for 2·N·K FLOPs, so the intensity levels off at "
+                       f"2NK / (b(N + K)); no batch size takes this layer past it.", True)
+    if _close(answer, roofline.gemm_intensity(4096, n, k, b), 0.02):
+        return Verdict("Not yet: that is the intensity at M = 4096, printed above. Let M grow without bound.", False)
+    return Verdict("Not quite: write F = 2MNK and Q = b·(MK + KN + MN), divide, and let M → ∞.", False)
+
+
+def m_crossover(gpu: str, dtype: str, n: int, k: int) -> float:
+    """The M where 2MNK / C = b(MK + KN + MN) / B; infinite when even M → ∞ stays below the ridge."""
+    g = spec(gpu)
+    ridge, b = roofline.ridge_point(g.peak(dtype), g.hbm_bandwidth_bytes_per_s), BYTES_PER_ELEMENT[dtype]
+    per_row = 2 * n * k / ridge - b * (n + k)
+    return float("inf") if per_row <= 0 else b * k * n / per_row
+
+
+def check_m_crossover(gpu: str, dtype: str, n: int, k: int, answer) -> Verdict:
+    """Exercise: the fewest rows M from which the GEMM with fixed N and K is compute-bound on ``gpu``."""
+    if answer is None:
+        return Verdict("Not answered yet: replace None with your M.", False)
+    want = m_crossover(gpu, dtype, n, k)
+    if want == float("inf"):
+        if str(answer).strip().lower() in ("inf", "never"):
+            return Verdict("Correct: no M is enough; even M → ∞ stays below the ridge.", True)
+        return Verdict("Not quite: let M → ∞ first. Does the intensity ever reach the ridge?", False)
+    if _close(answer, want, 0.03):
+        return Verdict(f"Correct: M ≈ {want:,.0f}. Below it the same weights are re-read for too few rows to pay "
+                       "for their bytes.", True)
+    g = spec(gpu)
+    if _close(answer, roofline.square_gemm_crossover_n(g.peak(dtype), g.hbm_bandwidth_bytes_per_s,
+                                                       BYTES_PER_ELEMENT[dtype]), 0.03):
+        return Verdict("Not yet: that is the square GEMM's crossover. Here N and K stay at their sizes; only M moves.",
+                       False)
+    return Verdict("Not quite: set 2MNK / C = b·(MK + KN + MN) / B and solve for M.", False)

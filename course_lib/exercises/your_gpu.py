@@ -1,4 +1,4 @@
-"""Notebook 00's checks: a bandwidth read off a case, and which timer to trust."""
+"""Notebook 00's checks: a bandwidth read off a case, and predictions from the timing table."""
 from __future__ import annotations
 
 from course_lib.exercises.base import Verdict, _close
@@ -14,25 +14,39 @@ def check_bandwidth(case, answer_gb_per_s) -> Verdict:
     return Verdict("Not quite: bandwidth = bytes moved ÷ median seconds, then ÷ 1e9 for GB/s.", False)
 
 
-def check_timing_sanity(events_case, host_case, copy_case, answers) -> Verdict:
-    """Exercise: the bandwidth each timing of the same vector add implies, and which one a GPU whose
-    copy reaches ``copy_case``'s bandwidth can have produced. ``answers``: {"events GB/s": x,
-    "host timer GB/s": y, "possible": "events" or "host timer"}."""
+ADD_BYTES_PER_ELEMENT = 12   # a vector add reads two floats and writes one
+
+
+def timing_prediction(events_case, host_case, copy_case) -> dict:
+    """What the table implies for the large add at twice its size: the held events scale with the bytes
+    (the kernel runs at the same bandwidth), the host timer without a synchronize does not (it times the
+    launch); and the smallest n at which that launch time would imply more than the copy's bandwidth."""
+    return {"events µs": 2 * events_case.median_s * 1e6, "host timer µs": host_case.median_s * 1e6,
+            "smallest n": copy_case.bandwidth_bytes_per_s * host_case.median_s / ADD_BYTES_PER_ELEMENT}
+
+
+def check_timing_prediction(events_case, host_case, copy_case, answers) -> Verdict:
+    """Exercise: predict the large add's timings at twice its size (n = 2²⁵), which the page does not show,
+    and the size below which the unsynchronized host timer stops implying an impossible bandwidth.
+    ``answers``: {"events µs": x, "host timer µs": y, "smallest n": z}."""
     if not isinstance(answers, dict) or not answers:
-        return Verdict('Not answered yet: give {"events GB/s": ..., "host timer GB/s": ..., "possible": ...}.', False)
-    want = {name: c.bytes / c.median_s / 1e9 for name, c in (("events GB/s", events_case), ("host timer GB/s", host_case))}
-    copy = copy_case.bandwidth_bytes_per_s / 1e9
-    problems = [f"{name}: bytes moved ÷ that timing's median seconds, ÷ 1e9" for name, value in want.items()
-                if not _close(answers.get(name), value, 0.02)]
-    choice = str(answers.get("possible", "")).strip().lower()
-    if choice not in ("events", "host timer"):
-        problems.append('possible: "events" or "host timer"')
-    elif not problems:
-        if choice != ("events" if want["events GB/s"] <= 1.05 * copy else "host timer"):
-            problems.append(f"possible: which of the two is at or below the {copy:,.0f} GB/s the copy reached?")
+        return Verdict('Not answered yet: give {"events µs": ..., "host timer µs": ..., "smallest n": ...}.', False)
+    want = timing_prediction(events_case, host_case, copy_case)
+    problems = []
+    if not _close(answers.get("events µs"), want["events µs"], 0.15):
+        problems.append("events µs: the held events time the kernel; at the same bandwidth, twice the bytes take ...?")
+    got = answers.get("host timer µs")
+    if _close(got, 2 * want["host timer µs"], 0.15) and not _close(got, want["host timer µs"], 0.4):
+        problems.append("host timer µs: does that timer wait for the work? Compare its two sizes in the table.")
+    elif not _close(got, want["host timer µs"], 0.4):
+        problems.append("host timer µs: read its two rows in the table; what does it time?")
+    if not _close(answers.get("smallest n"), want["smallest n"], 0.25):
+        problems.append("smallest n: 12 bytes per element over the host timer's seconds equals the copy's bytes/s "
+                        "at what n?")
     if problems:
         return Verdict("Not yet:\n  " + "\n  ".join(problems), False)
-    return Verdict(f"Correct: the events say {want['events GB/s']:,.0f} GB/s, {100 * want['events GB/s'] / copy:.0f}% of "
-                   f"the copy's {copy:,.0f} GB/s; the host timer's {want['host timer GB/s']:,.0f} GB/s is "
-                   f"{want['host timer GB/s'] / copy:.0f}× what the memory can move, so it timed the launch, not "
-                   "the kernel.", True)
+    return Verdict(f"Correct: the held events should double to about {want['events µs']:,.0f} µs, since the kernel "
+                   f"streams twice the bytes at the same bandwidth; the host timer stays near "
+                   f"{want['host timer µs']:,.1f} µs, because it times the launch, whatever the size. From about "
+                   f"n = {want['smallest n']:,.0f} up, that launch time implies more bytes per second than the "
+                   "copy moves: the host timer's figure is impossible there.", True)

@@ -1,5 +1,6 @@
 """Notebook 10's drawings (analytic, nothing measured): the 128-byte swizzle, the wgmma descriptor's
-bit fields, and the producer/consumer protocol of rungs 3-5 as a schematic timeline."""
+bit fields, the producer/consumer protocol of rungs 3-5 as a schematic timeline, and one slot's mbarrier
+phases and the parity each wait passes."""
 from __future__ import annotations
 
 from course_lib.models import hopper
@@ -97,5 +98,64 @@ def protocol_figure(slots: int = 4, k_tiles: int = 7, load: float = 3.0, math: f
     ax.set_xlabel("time, in units of one slot's math (schematic)", fontsize=8)
     ax.set_title(f"{slots} slots: grey arrows = full[s] completes (bytes landed); dashed = both consumers "
                  "arrived on empty[s], so the producer refills it", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def parity_figure(stages: int = 4, passes: int = 4, slot: int = 0):
+    """One slot's two mbarriers over its first ``passes`` uses (tiles slot, slot + stages, ...): each phase of
+    full[s] and empty[s] as a band, shaded by its parity, and every wait with the parity it passes
+    (models.hopper.ring_parities). A schematic: one pass is one time unit; nothing is measured."""
+    import matplotlib.pyplot as plt
+
+    land, freed = 0.35, 0.85            # within a pass: the bytes land, then both consumers have arrived
+    shade = {0: "#c6dbef", 1: "#2171b5"}
+    ink = {0: "#08306b", 1: "white"}
+    fig, ax = plt.subplots(figsize=(10, 3.9))
+    rows = {"producer (1 thread)": 4.0, "full[s]: 1 arrival + the bytes": 3.0,
+            "consumers (2 warpgroups)": 2.0, "empty[s]: 2 arrivals": 1.0}
+    origin = -0.15                      # where each barrier's phase 0 begins (after mbarrier.init)
+    ax.add_patch(plt.Rectangle((-0.85, 0.7), 0.68, 0.6, fill=False, hatch="///", ec="#6b8fb5"))
+    ax.text(-0.51, 1.0, "phase −1:\ncomplete\nfrom init", ha="center", va="center", fontsize=6.5, color="#08306b")
+    for y, done in ((3.0, land), (1.0, freed)):
+        start = origin
+        for p in range(passes):
+            end = p + done
+            ax.add_patch(plt.Rectangle((start, y - 0.3), end - start, 0.6, color=shade[p & 1], ec="white"))
+            ax.text((start + end) / 2, y, f"phase {p}, parity {p & 1}", ha="center", va="center", fontsize=7,
+                    color=ink[p & 1])
+            ax.plot([end, end], [y - 0.38, y + 0.38], color="black", lw=1.2)
+            start = end
+        ax.add_patch(plt.Rectangle((start, y - 0.3), passes - 0.05 - start, 0.6, color=shade[passes & 1],
+                                   ec="white", alpha=0.5))
+    for p in range(passes):
+        j = slot + p * stages
+        full_parity, empty_parity = hopper.ring_parities(j, stages)
+        # The producer's wait on empty[s] returns when the slot's previous phase completes; it asks the TMA.
+        ready = p - 1 + freed if p else origin
+        ax.annotate("", xy=(ready, 3.8), xytext=(ready, 1.38),
+                    arrowprops=dict(arrowstyle="->", color="#c44e52", lw=0.8, ls="--"))
+        ax.add_patch(plt.Rectangle((ready, 3.8), p + land - ready, 0.3, color="#c44e52", alpha=0.6))
+        ax.text(ready + 0.03, 4.3, f"tile {j}: wait(empty, {empty_parity})", fontsize=7,
+                color="#a03040", va="center")
+        # The consumers' wait on full[s] returns when this pass's phase completes; they multiply, then arrive.
+        ax.annotate("", xy=(p + land, 2.3), xytext=(p + land, 2.62),
+                    arrowprops=dict(arrowstyle="->", color="#55a868", lw=0.8))
+        ax.text(p + land + 0.02, 2.45, f"wait(full, {full_parity})", fontsize=7, color="#2d6a3e", va="center")
+        ax.add_patch(plt.Rectangle((p + land, 1.85), freed - land, 0.3, color="#55a868", alpha=0.8))
+        ax.text(p + (land + freed) / 2, 2.0, "wgmma", fontsize=6, color="white", ha="center", va="center")
+        ax.annotate("", xy=(p + freed, 1.38), xytext=(p + freed, 1.85),
+                    arrowprops=dict(arrowstyle="->", color="#55a868", lw=0.8))
+    ax.set_yticks(list(rows.values()))
+    ax.set_yticklabels(list(rows), fontsize=8)
+    ax.set_xticks([p + 0.5 for p in range(passes)])
+    ax.set_xticklabels([f"pass {p}: tile {slot + p * stages}" for p in range(passes)], fontsize=8)
+    ax.set_xlim(-0.9, passes)
+    ax.set_ylim(0.5, 4.6)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"Slot {slot} of a {stages}-slot ring (schematic). A phase completes when its arrivals and bytes "
+                 "are in (black tick).\nwait(bar, P) returns once the phase of parity P has completed. Consumers: "
+                 "P = pass & 1 on full; producer: (pass & 1) ^ 1 on empty", fontsize=8.5)
     fig.tight_layout()
     return fig

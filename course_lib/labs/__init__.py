@@ -11,6 +11,7 @@ from course_lib.labs import (  # noqa: F401
                              roofline,
                              shared_memory,
                              threads_warps,
+                             transformer_layer,
                              waves,
                              your_gpu,
 )

@@ -117,11 +117,28 @@ def latency_ns(result, kernel: str, footprint_bytes: int) -> float:
 # --------------------------------------------------------------------------- streaming
 
 def max_bytes_in_flight(kernel: str, blocks_per_sm: int, stages: int | None) -> int:
-    """The most bytes one SM can have on their way: a float4 per resident thread (synchronous), or
-    the tiles issued ahead of the one being read (S - 1 of them; the one tile of a one-stage loop)."""
+    """The most bytes one SM can have on their way while a block waits for its next tile, read from
+    each kernel's loop in ``pipeline.cu``:
+
+    * ``stream_sync``: a float4 per resident thread;
+    * ``stream_cp_async``: it waits for tile j before it issues tile j + S - 1, so tiles j to
+      j + S - 2 are outstanding: S - 1 tiles (one for a one-stage loop);
+    * ``stream_bulk`` (and any TMA ring that refills a slot as soon as it is read): tile j + S - 1
+      was issued when slot (j - 1) % S was released, so tiles j to j + S - 1 are outstanding: S tiles.
+    """
     if kernel == "stream_sync":
         return blocks_per_sm * THREADS * SYNC_BYTES_PER_THREAD
+    if kernel == "stream_bulk":
+        return blocks_per_sm * stages * TILE_BYTES
     return blocks_per_sm * max(1, stages - 1) * TILE_BYTES
+
+
+def bytes_in_flight(case) -> int:
+    """``max_bytes_in_flight`` of a recorded streaming case, from its parameters. Computed here rather
+    than read from the case's ``extra``: records made before the count was corrected store S - 1
+    tiles for ``stream_bulk``."""
+    p = case.params
+    return max_bytes_in_flight(p["kernel"], p["blocks_per_sm"], p["stages"])
 
 
 def stream_variants(sync_blocks: list[int], stages: list[int], async_blocks: list[int], compute_capability) -> list[dict]:
@@ -514,7 +531,10 @@ def latency_figure(result):
                 label=label)
     l2 = gpu_spec(result.gpu).l2_bytes
     if l2:
-        ax.axvline(l2, color="grey", ls=":", label=f"L2 size ({_fmt_bytes(l2)}, datasheet)")
+        ax.axvline(l2, color="grey", ls=":", label=f"L2 size in the course's spec table ({_fmt_bytes(l2)})")
+    reported = (getattr(result, "machine", None) or {}).get("l2_bytes")
+    if reported and reported != l2:
+        ax.axvline(reported, color="black", ls="--", lw=1, label=f"L2 size the device reports ({_fmt_bytes(reported)})")
     ax.set(xscale="log", xlabel="footprint (bytes)", ylabel="ns per dependent load",
            title=f"Load latency by footprint ({result.provenance})")
     ax.legend(fontsize=8)
@@ -544,7 +564,7 @@ def streaming_rows(result, latency_ns: float) -> list[dict]:
     for c in result.cases:
         if c.params["kernel"] == "copy_vec4":
             continue
-        inflight = c.extra["max_bytes_in_flight_per_sm"]
+        inflight = bytes_in_flight(c)
         model = min(g.hbm_bandwidth_bytes_per_s, g.sm_count * inflight / (latency_ns * 1e-9))
         rows.append({"kernel": c.params["kernel"], "blocks/SM": c.params["blocks_per_sm"],
                      "stages": c.params["stages"] or "-", "warps/SM": c.extra["resident_warps_per_sm"],
@@ -574,7 +594,7 @@ def streaming_figure(result, latency_ns: float):
     ax.plot([x / 1024 for x in xs], [r for r in (min(g.hbm_bandwidth_bytes_per_s, g.sm_count * x / (latency_ns * 1e-9)) / 1e9
                                                for x in xs)], "k--", lw=1,
             label=f"Little's law at the unloaded latency ({latency_ns:.0f} ns)")
-    ax.set(xscale="log", xlabel="bytes in flight per SM (KiB, the most the code allows)", ylabel="GB/s",
+    ax.set(xscale="log", xlabel="bytes in flight per SM (KiB, the most the code allows while it waits)", ylabel="GB/s",
            title=f"Bandwidth follows bytes in flight ({result.provenance})")
     ax.legend(fontsize=7)
     return fig

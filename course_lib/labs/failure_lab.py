@@ -216,11 +216,13 @@ def diagnosis_rows(result, only: tuple[str, ...] | None = None, with_host_timer:
             requests = m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] or 0
             row |= {"blocks": int(m["launch__grid_size"]),
                     "SM busy (avg/max cycles)": round(m["sm__cycles_active.avg"] / m["sm__cycles_active.max"], 2),
+                    "warps active (% of peak)": round(m["sm__warps_active.avg.pct_of_peak_sustained_active"], 1),
                     "sectors per load request": round(m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / requests, 1)
                     if requests else None,
                     "local sectors (ld+st)": int(m["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"]
                                                  + m["l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"]),
-                    "DRAM MB": round((m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]) / 1e6)}
+                    "DRAM MB read": round(m["dram__bytes_read.sum"] / 1e6),
+                    "DRAM MB written": round(m["dram__bytes_write.sum"] / 1e6)}
         rows.append(row)
     return rows
 
@@ -278,10 +280,123 @@ def _measured(case, in_flops: bool) -> str:
     return f"{_duration(t)}" + (f", {rate}" if rate else "") + f" ({case.timer})"
 
 
+def _kernel_name(name: str) -> str:
+    """A kernel's name without its template arguments and parameters."""
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    return name.split("(")[0].split("<")[0].strip()
+
+
+def _block_order(record: dict) -> tuple[dict, dict]:
+    runs = record["cases"][0]["extra"]["runs"]
+    return runs[0], runs[1] if len(runs) > 1 else None
+
+
+def _blocks_per_sm(record: dict, shown, other) -> str:
+    first, _ = _block_order(record)
+    per_sm: dict[int, int] = {}
+    for sm in first["smid"]:
+        per_sm[sm] = per_sm.get(sm, 0) + 1
+    return (f"{len(first['smid']):,} blocks passed through {len(per_sm)} SMs in one launch, "
+            f"{min(per_sm.values())}–{max(per_sm.values())} blocks through each")
+
+
+def _start_order(record: dict, shown, other) -> str:
+    first, second = _block_order(record)
+    t = first["ticket"]
+    early = sum(1 for pid in range(1, len(t)) if t[pid] < t[pid - 1])
+    text = f"{early:,} of {len(t) - 1:,} blocks started before the block one below them"
+    if second is not None:
+        differ = sum(1 for a, b in zip(t, second["ticket"]) if a != b)
+        text += f"; the next launch's start order differed at {differ:,} of {len(t):,} blocks"
+    return text
+
+
+def _tiles_per_block(record: dict, shown, other) -> str:
+    e = shown.extra
+    return (f"{e['tiles']} tiles on {e['grid_blocks']} blocks, {-(-e['tiles'] // e['grid_blocks'])} tiles per block, "
+            f"against {other.extra['grid_blocks']} blocks of one tile each")
+
+
+def _cache_absorbed(record: dict, shown, other) -> str:
+    per_request = lambda c: (c.extra["ncu"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]  # noqa: E731
+                             / c.extra["ncu"]["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])
+    dram = lambda c: c.extra["ncu"]["dram__bytes_read.sum"] / 1e6  # noqa: E731
+    return (f"ncu: {per_request(shown):.1f} sectors per load request against {per_request(other):.1f}, yet DRAM "
+            f"read {dram(shown):,.0f} MB against {dram(other):,.0f} MB: in this run the cache absorbed the extra "
+            "sector; another working set need not")
+
+
+def _race_unseen(record: dict, shown, other) -> str:
+    e = shown.extra["release_before_wait"]
+    race = shown.extra.get("racecheck_release_before_wait", {})
+    summary = next((ln.strip("= ").strip() for ln in race.get("lines", []) if "SUMMARY" in ln), None)
+    return (f"slot released before its wgmma reads finished: wrong in {e['wrong_runs']} of {e['trials']} runs (at "
+            f"worst {e['most_wrong_outputs']:,} of {e['outputs']:,} outputs)"
+            + (f"; compute-sanitizer racecheck: «{summary}»" if summary else ""))
+
+
+def _datasheet_share(record: dict, shown, other) -> str:
+    from course_lib.core.hardware import gpu_spec
+
+    peak = gpu_spec(record["machine"]["gpu"]).hbm_bandwidth_bytes_per_s
+    got = shown.bytes / shown.median_s
+    return (f"{got / 1e12:.2f} TB/s against the datasheet's {peak / 1e12:.1f} TB/s: "
+            f"{100 * got / peak:.0f}% of it")
+
+
+def _kernel_names(key: str):
+    def names(c) -> list[str]:
+        k = c.extra[key]
+        return [_kernel_name(n) for n in (k["names"] if isinstance(k, dict) else k) if not n.startswith("Memset")]
+
+    def text(record: dict, shown, other) -> str:
+        out = f"the kernels that ran: {' + '.join(names(shown))}"
+        return out + (f"; against {' + '.join(names(other))}" if other is not None else "")
+    return text
+
+
+def _kernel_count(record: dict, shown, other) -> str:
+    return (f"{shown.extra['kernels']['count']} kernels launched against {other.extra['kernels']['count']}, "
+            "from the profiler's trace")
+
+
+def _one_number(record: dict, shown, other) -> str:
+    m = shown.extra["ncu"]
+    return (f"ncu: warps active {m['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}% of the peak while the "
+            f"tensor pipe was busy {m['sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active']:.1f}%; "
+            f"launch: {shown.launch['grid'][0]} blocks of {shown.launch['block'][0]} threads")
+
+
+def _clock(record: dict, shown, other) -> str:
+    g = shown.extra["gpu_during"]
+    return (f"NVML during the timing: SM clock {g['sm_mhz']['min']:,.0f}–{g['sm_mhz']['max']:,.0f} MHz (median "
+            f"{g['sm_mhz']['median']:,.0f}) against a {g['max_sm_mhz']:,.0f} MHz maximum, power up to "
+            f"{g['power_w']['max']:,.0f} W of a {g['power_limit_w']:,.0f} W limit"
+            + (", marked power-limited" if g.get("power_limited") else ""))
+
+
+def _wrong_level(record: dict, shown, other) -> str:
+    from course_lib.core.hardware import gpu_spec
+
+    peak = gpu_spec(record["machine"]["gpu"]).hbm_bandwidth_bytes_per_s
+    got = shown.bytes / shown.median_s
+    return (f"its {shown.bytes / 1e6:,.0f} MB over its median is {got / 1e12:.1f} TB/s, {got / peak:.1f}× the HBM "
+            f"datasheet's {peak / 1e12:.1f} TB/s: those bytes never crossed HBM, so an HBM intensity or bound does "
+            "not describe them")
+
+
+# The number in each record that decides a mistake, where a time and a rate alone do not show it:
+# failure number -> (record as loaded, the shown case, the contrast case or None) -> a phrase.
+DECIDING = {1: _kernel_count, 2: _blocks_per_sm, 3: _start_order, 4: _tiles_per_block, 13: _cache_absorbed,
+            19: _race_unseen, 23: _datasheet_share, 24: _wrong_level, 27: _kernel_names("cublas_kernels"),
+            28: _one_number, 29: _clock, 30: _kernel_names("kernels"), 33: _wrong_level}
+
+
 def evidence(f: Failure, gpu: str = "h200") -> str | None:
     """The recorded measurement behind ``f``, as a sentence: its case's median time and rate and,
     where the record has one, the case that does it right (with the time ratio when both did the
-    same work). None for a failure no record demonstrates."""
+    same work), then the number from the same record that decides the mistake (``DECIDING``) where
+    time alone does not. None for a failure no record demonstrates."""
 
     if f.record is None or f.case is None:
         return None
@@ -296,6 +411,8 @@ def evidence(f: Failure, gpu: str = "h200") -> str | None:
         text += f" against «{f.contrast}» {_measured(other, in_flops)}"
         if shown.flop == other.flop and (shown.flop or shown.bytes == other.bytes):
             text += f": {shown.median_s / other.median_s:.2f}× the time for the same work"
+    if f.number in DECIDING:
+        text += f". Deciding number: {DECIDING[f.number](record, shown, cases.get(f.contrast))}"
     return text + "."
 
 

@@ -31,13 +31,16 @@ from course_lib.core.timing import benchmark_interleaved
 from course_lib.launch import gemm_bf16
 from course_lib.launch.elementwise import geometry as elementwise_launch
 from course_lib.launch.fusion import (
+    CHAIN_SHAPES,
+    DEFAULT_SHAPE,
     FAMILY,
+    OP_SHAPE,
     SPLIT_MIN_CC,
     STAGED_MIN_CC,
+    ChainShape,
     PointwiseOp,
     RowPlan,
     affine_op,
-    chain_launch,
     chain_source,
     compiled_chain,
     half_shared_launch,
@@ -180,7 +183,7 @@ def _kernel_summary(names: list[str]) -> dict:
 DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
 
 
-def profile_chain(k: int, fmas: int, elements: int) -> None:
+def profile_chain(k: int, fmas: int, elements: int, shape_kernel: str = DEFAULT_SHAPE.kernel) -> None:
     """The unfused chain then the fused one, each launched once: what ncu profiles for ``fusion.chains``."""
     import cupy
 
@@ -188,17 +191,62 @@ def profile_chain(k: int, fmas: int, elements: int) -> None:
     x = cupy.random.default_rng(3).random(elements, dtype=cupy.float32)
     out, scratch = cupy.empty_like(x), (cupy.empty_like(x), cupy.empty_like(x))
     run_unfused(fam, k, x, out, scratch)
-    run_fused(fam, x, out)
+    run_fused(fam, x, out, next(s for s in CHAIN_SHAPES if s.kernel == shape_kernel))
     cupy.cuda.Device().synchronize()
 
 
-def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int) -> None:
+def profile_shapes(k: int, fmas: int, elements: int) -> None:
+    """The fused chain in every shape, each launched once: what ncu profiles for the shape table."""
+    import cupy
+
+    fam = compiled_chain([affine_op(i, fmas) for i in range(k)])
+    x = cupy.random.default_rng(3).random(elements, dtype=cupy.float32)
+    out = cupy.empty_like(x)
+    for shape in CHAIN_SHAPES:
+        run_fused(fam, x, out, shape)
+    cupy.cuda.Device().synchronize()
+
+
+# Where each shape's time goes: the share of cycles a scheduler issues, the FMA pipe's share, the
+# warps resident, and DRAM throughput.
+SHAPE_METRICS = ["smsp__issue_active.avg.pct_of_peak_sustained_active",
+                 "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                 "sm__warps_active.avg.pct_of_peak_sustained_active",
+                 "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                 "smsp__inst_executed.sum"]
+SHAPE_KERNELS = r"^fused_chain_\w+$"
+
+
+def _attach_shape_profile(case: Case, k: int, fmas: int, elements: int) -> None:
+    """ncu's issue, FMA-pipe, occupancy and DRAM figures for every shape at one chain length."""
+    try:
+        profiles = profiler.ncu_metrics(Target(profile_shapes, (k, fmas, elements)), SHAPE_METRICS, SHAPE_KERNELS)
+        if [p.function for p in profiles] != [s.kernel for s in CHAIN_SHAPES]:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, "
+                                               f"expected {[s.kernel for s in CHAIN_SHAPES]}")
+    except profiler.ProfilerUnavailable as exc:
+        case.extra["shape_ncu_unavailable"] = str(exc)
+        return
+    case.extra["shape_ncu"] = {s.label: p.metrics for s, p in zip(CHAIN_SHAPES, profiles)}
+    case.extra["shape_ncu_command"] = profiler.command_line(SHAPE_METRICS, SHAPE_KERNELS)
+
+
+def pick_shape(fam, x, out, samples: int = 20) -> tuple[ChainShape, dict[str, float]]:
+    """Time the fused chain in every shape, in turn, and keep the fastest (as Inductor autotunes its
+    block size); the pick is timed again with the other plans, so its figure is not the minimum of
+    five draws. Returns the shape and each shape's median µs."""
+    times = benchmark_interleaved([lambda s=s: run_fused(fam, x, out, s) for s in CHAIN_SHAPES], samples)
+    medians = {s.label: t.median_s * 1e6 for s, t in zip(CHAIN_SHAPES, times)}
+    return min(CHAIN_SHAPES, key=lambda s: medians[s.label]), medians
+
+
+def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int, shape: ChainShape) -> None:
     """ncu's DRAM bytes, summed over each plan's launches, beside the ledger's prediction."""
 
-    target = Target(profile_chain, (k, fmas, elements))
-    expected = [f"op_{i}" for i in range(1, k + 1)] + ["fused_chain"]
+    target = Target(profile_chain, (k, fmas, elements, shape.kernel))
+    expected = [f"op_{i}" for i in range(1, k + 1)] + [shape.kernel]
     try:
-        profiles = profiler.ncu_metrics(target, DRAM_METRICS, r"^(op_\d+|fused_chain)$")
+        profiles = profiler.ncu_metrics(target, DRAM_METRICS, r"^(op_\d+|fused_chain\w*)$")
         if [p.function for p in profiles] != expected:
             raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {expected}")
     except profiler.ProfilerUnavailable as exc:
@@ -207,7 +255,7 @@ def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int) -
     for case, launches in ((unfused, profiles[:k]), (fused, profiles[k:])):
         case.extra["ncu"] = {m: sum(p.metrics[m] for p in launches) for m in DRAM_METRICS}
         case.extra["ncu_launches"] = len(launches)
-        case.extra["ncu_command"] = profiler.command_line(DRAM_METRICS, r"^(op_\d+|fused_chain)$")
+        case.extra["ncu_command"] = profiler.command_line(DRAM_METRICS, r"^(op_\d+|fused_chain\w*)$")
         case.extra["ncu_version"] = profiler.ncu_version()
 
 
@@ -215,9 +263,9 @@ def _attach_dram(unfused: Case, fused: Case, k: int, fmas: int, elements: int) -
             "k elementwise ops: k course kernels, one generated fused kernel, PyTorch eager and torch.compile, "
             "beside the copy kernel in the same run.",
             record_runs=3, elements=1 << 26, ks=[1, 2, 4, 8, 12, 16, 24, 32], compiled_ks=[1, 2, 4, 8, 16, 32], fmas_per_op=4,
-            samples=20, profiled_k=8)
+            samples=20, profiled_k=8, shapes_profiled_k=16)
 def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: int, samples: int,
-           profiled_k: int) -> list[Case]:
+           profiled_k: int, shapes_profiled_k: int) -> list[Case]:
     import cupy
     import torch
 
@@ -237,8 +285,16 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
         eager = torch_chain(ops)
         compiled, why_not = _compiled(eager, tx) if k in compiled_ks else (None, None)
         unfused = chain_unfused(k)
+        for shape in CHAIN_SHAPES:   # every shape right before any is timed
+            out.fill(np.nan)
+            run_fused(fam, x, out, shape)
+            check = check_close(out, ref, "float64 chain", 1e-4)
+            if not check["passed"]:
+                raise AssertionError(f"k={k}: the fused chain in the shape {shape.label} differs from the "
+                                     f"float64 chain (max abs err {check['max_abs_err']:.3g})")
+        shape, shape_us = pick_shape(fam, x, out)
         plans = {COPY: lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements))),
-                 CHAIN_FUSED: lambda: run_fused(fam, x, out),
+                 CHAIN_FUSED: lambda: run_fused(fam, x, out, shape),
                  unfused: lambda: run_unfused(fam, k, x, out, scratch),
                  CHAIN_EAGER: lambda: eager(tx)}
         if compiled is not None:
@@ -253,25 +309,31 @@ def chains(elements: int, ks: list[int], compiled_ks: list[int], fmas_per_op: in
         times = benchmark_interleaved(list(plans.values()), samples, references=library_indices(plans))
         kernels = launched_by(plans)
         flop = elements * sum(op.flop_per_element for op in ops)
-        grid, block = chain_launch(elements)
         by_plan = {}
         for (plan, _), t in zip(plans.items(), times):
             launched = kernels[plan]   # memsets already left out (launched_by)
             is_copy = plan is COPY
+            kernel_shape = shape if plan.fused else OP_SHAPE
             res = (cuda.resources("elementwise", "copy_vec4") if is_copy
-                   else fam.resources["fused_chain" if plan.fused else "op_1"] if plan.course else None)
+                   else fam.resources[kernel_shape.kernel if plan.fused else "op_1"] if plan.course else None)
+            grid, block = (copy_grid, copy_block) if is_copy else kernel_shape.launch(elements)
+            extra = {"kernels": _kernel_summary(launched), "ops": k, "fmas_per_op": fmas_per_op}
+            if plan is CHAIN_FUSED:
+                extra |= {"shape": shape.label, "shapes_us": shape_us,
+                          "shapes_registers": {s.label: fam.resources[s.kernel].registers for s in CHAIN_SHAPES}}
             case = Case(f"k={k}: {plan.label}", {"k": k, "plan": plan.label},
                         "elementwise.copy_vec4" if is_copy else plan.label, t,
                         0.0 if is_copy else flop, 2.0 * tensor_bytes * len(launched), checks[plan],
-                        launch_record(grid, block, res) if res else None,
-                        extra={"kernels": _kernel_summary(launched), "ops": k, "fmas_per_op": fmas_per_op})
+                        launch_record(grid, block, res) if res else None, extra=extra)
             by_plan[plan.label] = require_passed(case)
             cases.append(case)
         if why_not:
             cases[-1].extra["torch_compile_unavailable"] = why_not
         if k == profiled_k:
-            _attach_dram(by_plan[unfused.label], by_plan[CHAIN_FUSED.label], k, fmas_per_op, elements)
-    fused_source = chain_source([affine_op(i, fmas_per_op) for i in range(2)])
+            _attach_dram(by_plan[unfused.label], by_plan[CHAIN_FUSED.label], k, fmas_per_op, elements, shape)
+        if k == shapes_profiled_k:
+            _attach_shape_profile(by_plan[CHAIN_FUSED.label], k, fmas_per_op, elements)
+    fused_source = chain_source([affine_op(i, fmas_per_op) for i in range(2)], (DEFAULT_SHAPE,))
     cases[0].extra["example_source_k2"] = fused_source
     return cases
 
@@ -639,6 +701,38 @@ def _chain_rows(result) -> list[dict]:
 @beside_reference
 def chain_rows(result) -> list[dict]:
     return _chain_rows(result)
+
+
+@beside_reference
+def shape_rows(result) -> list[dict]:
+    """Per chain length: the fused chain's median µs in every shape (the pass that picked one), the
+    shape picked, and torch.compile's µs in the timed run beside it."""
+    cases = _by(result, "k", "plan")
+    rows = []
+    for k in sorted({c.params["k"] for c in result.cases}):
+        fused, comp = cases[(k, CHAIN_FUSED.label)], cases.get((k, TORCH_COMPILE.label))
+        if "shapes_us" not in fused.extra:
+            continue
+        rows.append({"k": k, **{f"{label} µs": us for label, us in fused.extra["shapes_us"].items()},
+                     "picked": fused.extra["shape"], "picked, timed with the others µs": fused.median_s * 1e6,
+                     "torch.compile µs": comp.median_s * 1e6 if comp else None})
+    return rows
+
+
+@beside_reference
+def shape_profile_rows(result) -> list[dict]:
+    """ncu's figures for each shape at the profiled chain length (``shapes_profiled_k``)."""
+    fused = next((c for c in result.cases if "shape_ncu" in c.extra), None)
+    if fused is None:
+        return []
+    names = {"smsp__issue_active.avg.pct_of_peak_sustained_active": "issue slots used %",
+             "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": "FMA pipe busy %",
+             "sm__warps_active.avg.pct_of_peak_sustained_active": "warps resident % of max",
+             "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM % of peak",
+             "smsp__inst_executed.sum": "warp instructions"}
+    regs = fused.extra["shapes_registers"]
+    return [{"k": fused.params["k"], "shape": label, "registers": regs[label],
+             **{names[m]: v for m, v in metrics.items()}} for label, metrics in fused.extra["shape_ncu"].items()]
 
 
 def copy_bandwidth(result) -> float:

@@ -247,6 +247,8 @@ def sweep_series(result, key: str) -> dict[str, list]:
     return {"x": xs, "course_s": [c.median_s for c in course], "cublas_s": [lib[x].median_s for x in xs],
             "waves": [c.extra["waves"] for c in course], "useful": [c.extra["useful_fraction"] for c in course],
             "fill": [c.extra["last_wave_fill"] for c in course], "flop": [c.flop for c in course],
+            "sm_rounds": [sm_rounds_of(c.extra) for c in course],
+            "resident": [c.extra["resident_blocks_per_sm"] for c in course],
             "cublas_kernels": [[k for k in lib[x].extra["cublas_kernels"] if not k.startswith("Memset")]
                                for x in xs],
             # a reference flagged by the recorder (protocols disagreed, moved between runs) or power-limited
@@ -265,6 +267,15 @@ def observed_steps(series: dict, seconds_per_wave_: float, fraction: float = 0.3
     """The x values at which the measured time jumps by more than ``fraction`` of a wave."""
     t, x = series["course_s"], series["x"]
     return [x[i] for i in range(1, len(x)) if t[i] - t[i - 1] > fraction * seconds_per_wave_]
+
+
+def model_ratios(series: dict, seconds_per_wave_: float) -> dict[str, tuple[float, float]]:
+    """Measured time over each model's staircase, (lowest, highest) over the sweep: the wave model
+    (waves × a wave) and the SM-round model (SM rounds × a wave ÷ resident blocks per SM)."""
+    t = series["course_s"]
+    wave = [ti / (w * seconds_per_wave_) for ti, w in zip(t, series["waves"])]
+    rounds = [ti / (r * seconds_per_wave_ / k) for ti, r, k in zip(t, series["sm_rounds"], series["resident"])]
+    return {"wave model": (min(wave), max(wave)), "SM-round model": (min(rounds), max(rounds))}
 
 
 def cliff_table(series: dict, seconds_per_wave_: float) -> list[dict]:
@@ -304,16 +315,33 @@ def step_table(series: dict, result, seconds_per_wave_: float) -> list[dict]:
              "SM-round model (analytic)": "yes" if near(s, by_round) else "no"} for s in seen]
 
 
+def sm_rounds_of(extra: dict) -> int:
+    """The SM-round model's count for one recorded variant (its ``extra``): blocks ÷ SMs rounded up,
+    or for a persistent grid the most tiles any SM runs (``waves.persistent_sm_rounds``)."""
+    sms = extra["slots"] // extra["resident_blocks_per_sm"]
+    if extra["grid_blocks"] != extra["blocks"]:
+        return waves.persistent_sm_rounds(extra["tiles"] * extra["split_k"], extra["grid_blocks"], sms)
+    return -(-extra["blocks"] // sms)
+
+
+def sm_round_useful(extra: dict) -> float:
+    """The SM-round model's useful fraction of one recorded variant: tile-edge × blocks / (rounds × SMs)."""
+    sms = extra["slots"] // extra["resident_blocks_per_sm"]
+    return extra["tile_edge_efficiency"] * extra["blocks"] / (sm_rounds_of(extra) * sms)
+
+
 @beside_reference
 def remedy_rows(result) -> list[dict]:
     """Each remedy against the one-tile-per-block baseline at its shape, with the share of the
-    tail's waste it recovers (the waste: the baseline's time times its idle fraction, per the model)."""
+    tail's waste it recovers. The waste is the baseline's time times its idle fraction per the SM-round
+    model (blocks ÷ SMs, rounded up), the model that predicts this kernel's measured steps; the slot
+    model's useful fraction is shown beside it."""
     rows = []
     for remedy in REMEDY_SHAPES:
         cs = [c for c in result.cases if c.params["remedy"] == remedy]
         base = next(c for c in cs if c.params["variant"] == "course 128x128, one tile per block")
         lib = next(c for c in cs if c.params["variant"] == "cublas")
-        waste = base.median_s * (1.0 - base.extra["useful_fraction"])
+        waste = base.median_s * (1.0 - sm_round_useful(base.extra))
         for c in cs:
             e = c.extra
             rows.append({"shape": "x".join(map(str, lib.extra["shape"])), "variant": c.params["variant"],
@@ -321,6 +349,8 @@ def remedy_rows(result) -> list[dict]:
                          "% of cuBLAS": 100 * lib.median_s / c.median_s,
                          "blocks (analytic)": e.get("blocks"), "waves (analytic)": e.get("waves"),
                          "useful (analytic)": e.get("useful_fraction"),
+                         "SM rounds (analytic)": sm_rounds_of(e) if "tiles" in e else None,
+                         "useful, SM rounds (analytic)": sm_round_useful(e) if "tiles" in e else None,
                          "SMs used (measured)": e["placement"]["sms_used"] if "placement" in e else None,
                          "SMs with two (measured)": e["placement"]["sms_with_two"] if "placement" in e else None,
                          "tail waste recovered": ((base.median_s - c.median_s) / waste
@@ -367,6 +397,8 @@ def sweep_figure(result, key: str = "n_sweep"):
     top.plot(x, [t * 1e6 for t in s["cublas_s"]], "s-", ms=3, label="cuBLAS bf16")
     top.step(x, [w * per_wave * 1e6 for w in s["waves"]], where="mid", color="grey", ls="--",
              label=f"waves × {per_wave * 1e6:.0f} µs (analytic, fitted on full waves)")
+    top.step(x, [r * per_wave / k * 1e6 for r, k in zip(s["sm_rounds"], s["resident"])], where="mid",
+             color="black", ls=":", label="SM rounds × the same wave ÷ blocks per SM (analytic)")
     top.set_ylabel("median time (µs)")
     top.legend(fontsize=8)
     bottom.plot(x, [f / t / 1e12 for f, t in zip(s["flop"], s["course_s"])], "o-", ms=3, label="course")

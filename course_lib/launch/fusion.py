@@ -65,41 +65,101 @@ def affine_op(index: int, fmas: int = 4) -> PointwiseOp:
     return PointwiseOp(f"affine {index + 1}", stmts, 2.0 * fmas, tuple(coeffs))
 
 
-def _kernel(name: str, device_fn: str) -> str:
-    return f"""
-extern "C" __global__ void {name}(float* __restrict__ out, const float* __restrict__ in, long long n) {{
-    const long long n4 = n / 4, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+@dataclass(frozen=True)
+class ChainShape:
+    """How a generated elementwise kernel spreads the tensor over threads: ``vecs`` float4s per
+    thread, their loads written first (ptxas may start the math on the first while the others are
+    in flight), in blocks of ``block`` threads, one tile per block and no loop; or, with ``loop``,
+    the grid-stride loop the course's kernels started from (one float4 per trip, 64-bit index
+    arithmetic in every trip)."""
+
+    vecs: int
+    block: int
+    loop: bool = False
+
+    def __post_init__(self):
+        if self.vecs < 1 or self.block < 32 or self.block % 32 or self.block > 1024:
+            raise ValueError(f"a chain shape needs at least one float4 per thread and whole warps up to 1024 "
+                             f"threads, got {self.vecs} float4s in blocks of {self.block}")
+        if self.loop and self.vecs != 1:
+            raise ValueError("the grid-stride loop shape takes one float4 per thread per trip")
+
+    @property
+    def kernel(self) -> str:
+        return "fused_chain_loop" if self.loop else f"fused_chain_{self.vecs}x{self.block}"
+
+    @property
+    def label(self) -> str:
+        if self.loop:
+            return f"grid-stride loop, 1 float4 a trip, {self.block} threads"
+        return f"{self.vecs} float4 ({4 * self.vecs} elements) a thread, {self.block} threads, no loop"
+
+    def launch(self, n: int) -> tuple[tuple[int], tuple[int]]:
+        """One float4 (or ``vecs``) per thread and at least one block; threads 0..2 of block 0 (of any
+        block, for the loop) take the tail of n % 4."""
+        return (max(1, -(-(n // 4) // (self.block * self.vecs))),), (self.block,)
+
+
+LOOP_SHAPE = ChainShape(1, BLOCK, loop=True)
+# Inductor's shape for these chains on the H200 (1,024 elements a program, 4 warps) is 2 x 128.
+CHAIN_SHAPES = (LOOP_SHAPE, ChainShape(1, 256), ChainShape(2, 128), ChainShape(4, 128), ChainShape(8, 128))
+DEFAULT_SHAPE = ChainShape(2, 128)
+OP_SHAPE = ChainShape(1, 256)   # each op of the unfused plan
+
+
+def _kernel(name: str, device_fn: str, shape: ChainShape) -> str:
+    head = (f'extern "C" __global__ void __launch_bounds__({shape.block}) {name}'
+            "(float* __restrict__ out, const float* __restrict__ in, long long n) {\n"
+            "    const float4* in4 = reinterpret_cast<const float4*>(in);\n"
+            "    float4* out4 = reinterpret_cast<float4*>(out);\n")
+    apply = f"v.x = {device_fn}(v.x); v.y = {device_fn}(v.y); v.z = {device_fn}(v.z); v.w = {device_fn}(v.w);"
+    if shape.loop:
+        return head + f"""    const long long n4 = n / 4, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     for (long long i = t; i < n4; i += (long long)gridDim.x * blockDim.x) {{
-        float4 v = reinterpret_cast<const float4*>(in)[i];
-        v.x = {device_fn}(v.x); v.y = {device_fn}(v.y); v.z = {device_fn}(v.z); v.w = {device_fn}(v.w);
-        reinterpret_cast<float4*>(out)[i] = v;
+        float4 v = in4[i];
+        {apply}
+        out4[i] = v;
     }}
     if (t < n - 4 * n4) out[4 * n4 + t] = {device_fn}(in[4 * n4 + t]);
 }}
 """
+    tile, vecs, block = shape.block * shape.vecs, shape.vecs, shape.block
+    each = apply.replace("v.", "v[j].")
+    return head + f"""    const long long n4 = n / 4, first = (long long)blockIdx.x * {tile} + threadIdx.x;
+    float4 v[{vecs}];
+    if ((long long)(blockIdx.x + 1) * {tile} <= n4) {{   // a whole tile: every load first, then the math
+        #pragma unroll
+        for (int j = 0; j < {vecs}; ++j) v[j] = in4[first + j * {block}];
+        #pragma unroll
+        for (int j = 0; j < {vecs}; ++j) {{ {each} out4[first + j * {block}] = v[j]; }}
+    }} else {{
+        #pragma unroll
+        for (int j = 0; j < {vecs}; ++j) if (first + j * {block} < n4) v[j] = in4[first + j * {block}];
+        #pragma unroll
+        for (int j = 0; j < {vecs}; ++j) if (first + j * {block} < n4) {{ {each} out4[first + j * {block}] = v[j]; }}
+    }}
+    if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) out[4 * n4 + threadIdx.x] = {device_fn}(in[4 * n4 + threadIdx.x]);
+}}
+"""
 
 
-def chain_source(ops: list[PointwiseOp]) -> str:
-    """CUDA C for a chain: a kernel ``op_i`` per op (the unfused plan, one launch each) and one
-    ``fused_chain`` that applies them all to each element while it sits in a register.
-    Launch any of them with ``chain_launch(n)``; in and out are 16-byte aligned float arrays."""
+def chain_source(ops: list[PointwiseOp], shapes: tuple[ChainShape, ...] = CHAIN_SHAPES) -> str:
+    """CUDA C for a chain: a kernel ``op_i`` per op (the unfused plan, one launch each, in
+    ``OP_SHAPE``) and, for each shape, one kernel (``shape.kernel``) that applies them all to each
+    element while it sits in a register. Launch one with ``shape.launch(n)``; in and out are
+    16-byte aligned float arrays."""
     if not ops:
         raise ValueError("a chain needs at least one op")
-    parts = ["// Generated by course_lib.labs.fusion.chain_source from an op list.\n"]
+    parts = ["// Generated by course_lib.launch.fusion.chain_source from an op list.\n"]
     for i, op in enumerate(ops, 1):
         body = "\n    ".join(op.statements)
         parts.append(f"// {op.name}: {op.flop_per_element:g} FLOP per element\n"
                      f"__device__ __forceinline__ float op_{i}_fn(float x) {{\n    {body}\n    return x;\n}}\n")
     calls = "".join(f"    x = op_{i}_fn(x);\n" for i in range(1, len(ops) + 1))
     parts.append(f"__device__ __forceinline__ float fused_chain_fn(float x) {{\n{calls}    return x;\n}}\n")
-    parts += [_kernel(f"op_{i}", f"op_{i}_fn") for i in range(1, len(ops) + 1)]
-    parts.append(_kernel("fused_chain", "fused_chain_fn"))
+    parts += [_kernel(f"op_{i}", f"op_{i}_fn", OP_SHAPE) for i in range(1, len(ops) + 1)]
+    parts += [_kernel(shape.kernel, "fused_chain_fn", shape) for shape in shapes]
     return "".join(parts)
-
-
-def chain_launch(n: int) -> tuple[tuple[int], tuple[int]]:
-    """One float4 per thread, and at least one block (threads 0..2 take the tail of n % 4)."""
-    return (max(1, -(-(-(-n // 4)) // BLOCK)),), (BLOCK,)
 
 
 def compiled_chain(ops: list[PointwiseOp], arch: str | None = None):
@@ -108,7 +168,7 @@ def compiled_chain(ops: list[PointwiseOp], arch: str | None = None):
 
 def run_unfused(fam, k: int, x, out, scratch) -> None:
     """op_1 .. op_k as k launches, each reading the last one's output from memory."""
-    grid, block = chain_launch(x.size)
+    grid, block = OP_SHAPE.launch(x.size)
     src = x
     for i in range(1, k + 1):
         dst = out if i == k else scratch[i % 2]
@@ -116,9 +176,9 @@ def run_unfused(fam, k: int, x, out, scratch) -> None:
         src = dst
 
 
-def run_fused(fam, x, out) -> None:
-    grid, block = chain_launch(x.size)
-    fam.function("fused_chain")(grid, block, (out, x, np.int64(x.size)))
+def run_fused(fam, x, out, shape: ChainShape = DEFAULT_SHAPE) -> None:
+    grid, block = shape.launch(x.size)
+    fam.function(shape.kernel)(grid, block, (out, x, np.int64(x.size)))
 
 
 STAGED_MIN_CC = 9.0
@@ -385,7 +445,7 @@ def fusion_smoke() -> None:
             err = float(cupy.abs(out - ref).max())
             if not err <= 1e-4 * float(cupy.abs(ref).max()):
                 raise AssertionError(f"{name} {plan.value} wrong at {rows}x{n}: max error {err}")
-    for n in (1, 3, 4, 1001):
+    for n in (1, 3, 4, 5, 1001, 4096, 4099, 4096 * 9 + 7):
         ops = [affine_op(i) for i in range(3)]
         fam = compiled_chain(ops)
         x = rng.random(n, dtype=cupy.float32)
@@ -393,11 +453,12 @@ def fusion_smoke() -> None:
         for op in ops:
             ref = op.apply(ref)
         out, scratch = cupy.empty_like(x), (cupy.empty_like(x), cupy.empty_like(x))
-        for run in (lambda: run_fused(fam, x, out), lambda: run_unfused(fam, 3, x, out, scratch)):
+        runs = [(s.label, lambda s=s: run_fused(fam, x, out, s)) for s in CHAIN_SHAPES]
+        for label, run in runs + [("unfused", lambda: run_unfused(fam, 3, x, out, scratch))]:
             out.fill(np.nan)
             run()
             if not float(cupy.abs(out - ref).max()) <= 1e-5 * float(cupy.abs(ref).max()):
-                raise AssertionError(f"generated chain wrong at n = {n}")
+                raise AssertionError(f"generated chain ({label}) wrong at n = {n}")
     if float(detect().compute_capability) < 8.0:
         print("skip the bf16 epilogue: needs compute capability 8.0+")
         return

@@ -68,7 +68,7 @@ FAILURES: tuple[Failure, ...] = (
         "warp branch different ways, the warp runs each path in turn with the other lanes switched off, so the "
         "kernel with two paths inside every warp took twice as long as the one with a single path. Reason in "
         "warps and issue slots, not in cores per thread.",
-        "02_threads_warps", "Divergence: one instruction stream for 32 lanes",
+        "02_threads_warps", "Divergence: one pass per path",
         "warps.divergence", "2 paths, split inside each warp", '2 paths, split by warp'),
     # ---- resources -------------------------------------------------------------------------
     Failure(
@@ -263,7 +263,7 @@ FAILURES: tuple[Failure, ...] = (
         "needs the HBM bytes, and any other roof needs the bytes of its own level. Write the boundary next to "
         "every intensity you quote.",
         "01_roofline", "The idea: two lower bounds on time",
-        None, None, None),
+        "banks.probe", "4 B row", None),
     Failure(
         25, _ROOF,
         "Timing GPU work with a host clock around calls that return before the GPU has finished.",
@@ -346,7 +346,7 @@ FAILURES: tuple[Failure, ...] = (
         "about 85 FLOP per byte they read from L2, and each number must be held against that level's own "
         "bandwidth. Check every level that could bind, each against its own ceiling.",
         "10_hopper_gemm", "Blackwell, on paper",
-        None, None, None),
+        "banks.probe", "4 B row", None),
     Failure(
         34, _ROOF,
         "Taking the distance of a point below the roofline as proof of what slowed it down.",

@@ -1,11 +1,16 @@
 """Notebook 10's models, pure (no GPU): wgmma's shared-memory descriptor, the TMA's 128-byte swizzle,
-the register budget that setmaxnreg redistributes, and Blackwell's tensor memory on paper.
+the register budget that setmaxnreg redistributes, the mbarrier parity rule of the slot ring, the tile
+budget behind the calculator (shared memory, registers and blocks per SM of a warp-specialized block),
+and Blackwell's tensor memory on paper.
 
 The descriptor and swizzle here are the Python twins of ``smem_desc`` in ``kernels/hopper_gemm.cu``
 (tests hold them equal to what the kernel computes)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from course_lib.core.hardware import GpuSpec, spec
+from course_lib.models import occupancy
 
 SWIZZLE_MODES = {"none": 0, "128B": 1, "64B": 2, "32B": 3}   # bits 62-63 of a wgmma descriptor
 SWIZZLE_ROW_BYTES = 128      # the 128-byte swizzle works on rows of 128 bytes...
@@ -144,3 +149,165 @@ BLACKWELL_SUCCESSORS = (
     ("epilogue from registers to global memory",
      "TMEM → registers (tcgen05.ld) → shared memory → TMA store"),
 )
+
+
+# --------------------------------------------------------------------------- mbarrier phases and parity
+
+def ring_use(j: int, stages: int) -> tuple[int, int]:
+    """Tile j of a block's ring: (its slot, how many times that slot was used before: the pass)."""
+    if j < 0 or stages < 1:
+        raise ValueError(f"tile {j} of a ring of {stages} slots: tiles count from 0, a ring has at least one slot")
+    return j % stages, j // stages
+
+
+def ring_parities(j: int, stages: int) -> tuple[int, int]:
+    """(the parity the consumers wait on full[s] with, the parity the producer waits on empty[s] with) for
+    tile j: pass p waits for phase p of full[s], and for phase p - 1 of empty[s] (the slot freed last time)."""
+    _, p = ring_use(j, stages)
+    return p & 1, (p & 1) ^ 1
+
+
+def parity_wait_returns(completed_phases: int, parity: int) -> bool:
+    """Whether ``mbarrier.try_wait.parity`` with ``parity`` returns at once on a barrier that has completed
+    ``completed_phases`` phases (so its current phase is that number). It returns once the phase of that
+    parity has completed, that is when the current phase's parity differs: a fresh barrier (current phase 0)
+    lets a wait on parity 1 through, as if a phase -1 had completed. One bit only: a waiter more than one
+    phase behind cannot tell phase p from phase p + 2, which the ring rules out (a slot is not refilled
+    before its consumers freed it)."""
+    if completed_phases < 0 or parity not in (0, 1):
+        raise ValueError(f"{completed_phases} completed phases, parity {parity}: a count from 0, a parity 0 or 1")
+    return (completed_phases & 1) != parity
+
+
+# --------------------------------------------------------------------------- the tile budget (notebook 10's calculator)
+
+WGMMA_M = 64                 # rows of one wgmma (m64nNk16)
+WGMMA_K = 16                 # K of one bf16 wgmma
+WGMMA_N = (8, 256)           # N: a multiple of 8 from 8 to 256
+WGMMA_CC = "9.0"             # wgmma exists on compute capability 9.0 only (sm_90a)
+BF16_BYTES = 2
+SWIZZLE_ROW_ELEMENTS = SWIZZLE_ROW_BYTES // BF16_BYTES   # 64 bf16 along K per 128-byte swizzled row
+ALIGN_SLACK = 1024           # the kernel's dynamic shared memory beyond its slots: room to align them to 1,024 bytes
+BARRIER_BYTES_PER_SLOT = 16  # a full and an empty mbarrier, 8 bytes each
+PRODUCER_REGS = 40           # the kernel's HG_PRODUCER_REGS
+# What ptxas gave every wgmma kernel of the course's compile report beyond its fp32 accumulators (rung 3: 90
+# for 64; rungs 4-5 built without setmaxnreg: 154 for 128; the ceilings with A from shared: 58, 90, 154 for
+# 32, 64, 128). An estimate for other tiles, not a rule: the compiler decides (tests hold it to the report).
+OTHER_REGISTERS = 26
+
+
+def _round8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
+@dataclass(frozen=True)
+class TileBudget:
+    """What one block of the warp-specialized design (rungs 3-5: one producer warpgroup, ``consumers``
+    consumer warpgroups issuing m64nNk16 wgmmas from shared memory) costs on one SM."""
+
+    gpu: str
+    block_m: int
+    block_n: int
+    block_k: int
+    stages: int
+    consumers: int
+    setmaxnreg: bool
+    producer_regs: int
+    slot_bytes: int               # one slot: A and B's K slice
+    smem_per_block_bytes: int     # the kernel's dynamic shared memory: slots, their barriers, alignment slack
+    accumulator_registers: int    # fp32 accumulators per consumer thread
+    consumer_registers: int       # estimated need of a consumer thread: accumulators + OTHER_REGISTERS
+    launch_registers: int         # per thread at launch (setmaxnreg: the even share the blocks per SM leave)
+    consumer_ceiling: int         # the most a consumer thread can hold (setmaxnreg: the pool less the producer's)
+    residency: occupancy.Residency
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def wgmmas_per_k16(self) -> int:
+        """m64 wgmma instructions the block issues per k16 step: one per 64 rows of the tile."""
+        return self.block_m // WGMMA_M
+
+    @property
+    def flop_per_slot(self) -> int:
+        return 2 * self.block_m * self.block_n * self.block_k
+
+    @property
+    def l2_flop_per_byte(self) -> float:
+        """FLOPs per byte the block's TMA brings from L2: 2·BM·BN·BK / ((BM + BN)·BK·2)."""
+        return self.flop_per_slot / self.slot_bytes
+
+    @property
+    def smem_bytes_per_slot(self) -> int:
+        """Bytes the wgmmas read from shared memory per slot: each m64 wgmma reads its 64 rows of A and all
+        BN rows of B, so B is read once per 64 rows of the tile."""
+        return self.wgmmas_per_k16 * (WGMMA_M + self.block_n) * self.block_k * BF16_BYTES
+
+    @property
+    def smem_flop_per_byte(self) -> float:
+        return self.flop_per_slot / self.smem_bytes_per_slot
+
+
+def tile_budget(gpu: GpuSpec | str, block_m: int = 128, block_n: int = 256, block_k: int = 64, stages: int = 4,
+                consumers: int = 2, setmaxnreg: bool = True, producer_regs: int = PRODUCER_REGS) -> TileBudget:
+    """Shared memory, registers and blocks per SM of a warp-specialized wgmma block on ``gpu`` (a spec-table
+    key, name or GpuSpec). Defaults: rung 5's choice. A ValueError says what cannot be built or launched."""
+    g = spec(gpu) if isinstance(gpu, str) else gpu
+    if g.compute_capability != WGMMA_CC:
+        other = ("its MMA is tcgen05.mma (the Blackwell section below)" if g.compute_capability.startswith("10")
+                 else "its tensor cores take mma.sync (notebook 06)")
+        raise ValueError(f"{g.name} is compute capability {g.compute_capability}: wgmma exists on compute "
+                         f"capability {WGMMA_CC} only (sm_90a: H100, H200, GH200); {other}")
+    for name, v in (("BM", block_m), ("BN", block_n), ("BK", block_k), ("stages", stages),
+                    ("consumer warpgroups", consumers)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1 (got {v!r})")
+    if block_m % (WGMMA_M * consumers):
+        raise ValueError(f"BM = {block_m} over {consumers} consumer warpgroup(s): each owns BM / {consumers} rows, "
+                         f"which must be a multiple of wgmma's M = {WGMMA_M}")
+    lo, hi = WGMMA_N
+    if not lo <= block_n <= hi or block_n % 8:
+        raise ValueError(f"BN = {block_n}: one wgmma's N is a multiple of 8 from {lo} to {hi}")
+    if block_k % SWIZZLE_ROW_ELEMENTS:
+        raise ValueError(f"BK = {block_k}: the TMA's 128-byte swizzle, which the descriptor describes, writes K in "
+                         f"rows of {SWIZZLE_ROW_ELEMENTS} bf16; a slot holds whole rows (a multiple of "
+                         f"{SWIZZLE_ROW_ELEMENTS})")
+    slot = (block_m + block_n) * block_k * BF16_BYTES
+    smem = ALIGN_SLACK + stages * (slot + BARRIER_BYTES_PER_SLOT)
+    b = occupancy.budget(g)
+    if smem > b.max_smem_per_block_bytes:
+        raise ValueError(f"{stages} slots of {slot / 1024:g} KiB ({block_m}+{block_n} rows × {block_k} bf16) take "
+                         f"{smem / 1024:,.1f} KiB with their barriers, more than the "
+                         f"{occupancy.fmt_bytes(b.max_smem_per_block_bytes)} a block may use on {g.name}: the tile "
+                         "does not fit. Fewer stages or a smaller tile")
+    threads = WARPGROUP * (1 + consumers)
+    acc = accumulator_registers(block_m // consumers, block_n)
+    need = acc + OTHER_REGISTERS
+    if not setmaxnreg:
+        if need > b.max_registers_per_thread:
+            raise ValueError(f"a consumer thread needs about {need} registers ({acc} accumulators + {OTHER_REGISTERS} "
+                             f"others), more than the {b.max_registers_per_thread} a thread may have; wgmma's "
+                             "accumulators cannot spill (the pitfalls below): a smaller tile or more consumers")
+        res = occupancy.residency(b, threads, need, smem)
+        return TileBudget(g.name, block_m, block_n, block_k, stages, consumers, False, producer_regs, slot, smem,
+                          acc, need, need, need, res)
+    need8 = _round8(need)
+    if need8 > SETMAXNREG_RANGE[1]:
+        raise ValueError(f"a consumer thread needs about {need} registers ({acc} accumulators + {OTHER_REGISTERS} "
+                         f"others), more than setmaxnreg's {SETMAXNREG_RANGE[1]}; wgmma's accumulators cannot "
+                         "spill: a smaller tile or more consumers")
+    register_plan(producer_regs, need8, consumers)   # says so when a count is not one setmaxnreg takes
+    most = occupancy.residency(b, threads, 0, smem).resident_blocks   # what shared memory and warps allow
+    for blocks in range(most, 0, -1):
+        launch = occupancy.max_registers_for_resident_blocks(b, threads, blocks) // 8 * 8
+        ceiling = min(SETMAXNREG_RANGE[1],
+                      (threads * launch - WARPGROUP * producer_regs) // (WARPGROUP * consumers) // 8 * 8)
+        if ceiling >= need8:
+            res = occupancy.residency(b, threads, launch, smem)
+            return TileBudget(g.name, block_m, block_n, block_k, stages, consumers, True, producer_regs, slot, smem,
+                              acc, need, launch, ceiling, res)
+    raise ValueError(f"a consumer thread needs about {need8} registers ({acc} accumulators + {OTHER_REGISTERS} "
+                     f"others, in setmaxnreg's steps of 8); with the producer at {producer_regs}, setmaxnreg can give "
+                     f"the consumers at most {ceiling} even at one block per SM: a smaller tile or more consumers")

@@ -20,6 +20,18 @@ one read (broadcast). Accesses wider than 4 bytes are split by the hardware into
 phases of 128 bytes: an 8-byte access is processed per half-warp (16 lanes at a
 time), a 16-byte one per quarter-warp. Conflicts only happen within a phase, so
 a warp of 8-byte loads needs at least 2 wavefronts, and that is not a conflict.
+
+16-byte loads have one exception, which an NVIDIA engineer states on NVIDIA's
+developer forum ("Unexpected shared memory bank conflict", thread 77228, for
+compute capability 7.x): shared memory returns 128 bytes per cycle, one 4-byte
+register for every lane, so an LDS.128 takes 4 wavefronts; but when every lane n
+reads the same address as lane n ^ 1, or every lane n the same as lane n ^ 2, the
+returned registers are packed two lanes to one and the load takes 2. The model
+then serves the warp per half-warp (at most 8 distinct 16-byte addresses, 128
+bytes, per phase). The H200's profile of notebook 06 agrees with this rule rung
+by rung (``gemm_fp32_wavefronts``); the Programming Guide states no rule for
+wider words. Stores, and 8-byte loads, keep the plain phases: the forum rule is
+about 16-byte loads, and the course has no measurement of paired 8-byte loads.
 """
 from __future__ import annotations
 
@@ -37,7 +49,7 @@ BANK_WIDTH_BYTES = 4
 PHASE_BYTES = BANKS * BANK_WIDTH_BYTES   # what the banks deliver in one wavefront
 
 GLOBAL_PATTERNS = ("unit", "strided", "shifted", "permuted", "random")
-SHARED_PATTERNS = ("row", "column", "strided", "swizzled column", "broadcast", "random")
+SHARED_PATTERNS = ("row", "column", "strided", "swizzled column", "broadcast", "grouped", "repeating", "random")
 
 Addresses = Sequence[Optional[int]]
 
@@ -250,7 +262,8 @@ class BankCount:
 
     addresses_bytes: tuple[Optional[int], ...]
     access_bytes: int
-    lanes_per_phase: int                      # 32 for 4-byte, 16 for 8-byte (half-warps), 8 for 16-byte
+    lanes_per_phase: int                      # 32 for 4-byte, 16 for 8-byte (half-warps), 8 for 16-byte,
+                                              # 16 for a 16-byte load with paired lanes
     lane_banks: tuple[tuple[int, ...], ...]   # banks each lane touches (empty for inactive lanes)
     phase_wavefronts: tuple[int, ...]         # wavefronts of each phase (0 for a phase with no active lane)
 
@@ -263,6 +276,11 @@ class BankCount:
     def ideal_wavefronts(self) -> int:
         """The minimum for this access width: one per phase that has an active lane."""
         return sum(1 for w in self.phase_wavefronts if w)
+
+    @property
+    def paired(self) -> bool:
+        """A 16-byte load served per half-warp because neighbouring lanes share addresses."""
+        return self.access_bytes == 16 and self.lanes_per_phase == 2 * (PHASE_BYTES // 16)
 
     @property
     def ways(self) -> int:
@@ -284,11 +302,26 @@ def bank_of(address_bytes: int) -> int:
     return (address_bytes // BANK_WIDTH_BYTES) % BANKS
 
 
-def bank_conflicts(addresses_bytes: Addresses, access_bytes: int = 4) -> BankCount:
-    """Wavefronts of one warp's shared-memory access (4-byte banks, 128-byte phases)."""
+def paired_lanes(addresses_bytes: Addresses) -> Optional[int]:
+    """1 or 2 when every lane n reads what lane n ^ 1 (or n ^ 2) reads, inactive lanes paired with
+    inactive ones; None otherwise. The condition under which a 16-byte load packs two lanes' registers
+    into one return, halving its wavefronts."""
+    for d in (1, 2):
+        if all(addresses_bytes[n] == addresses_bytes[n ^ d] for n in range(WARP_SIZE)):
+            return d
+    return None
+
+
+def bank_conflicts(addresses_bytes: Addresses, access_bytes: int = 4, store: bool = False) -> BankCount:
+    """Wavefronts of one warp's shared-memory access (4-byte banks, 128-byte phases).
+
+    A 16-byte *load* whose lanes are paired (``paired_lanes``) is served per half-warp, so it takes
+    at least 2 wavefronts instead of 4; ``store=True`` turns that off."""
     b = _check_element_bytes(access_bytes, "access size")
     addrs = _check_addresses(addresses_bytes, b)
     per_phase = max(1, min(WARP_SIZE, PHASE_BYTES // b))
+    if b == 16 and not store and paired_lanes(addrs) is not None:
+        per_phase = 2 * per_phase
     lane_banks, phase_wavefronts = [], []
     for lane, a in enumerate(addrs):
         if a is None:
@@ -315,8 +348,11 @@ def shared_addresses(pattern: str = "row", access_bytes: int = 4, stride: int = 
     reads (index, i). ``column``: lane i reads (i, index). ``strided``: lane i
     reads element i * stride of a flat array. ``swizzled column``: a column of a
     tile stored with the XOR swizzle (r, c) -> (r, c ^ (r mod k)), k the elements
-    per 128 bytes. ``broadcast``: every lane reads element ``index``. ``random``:
-    lanes read random elements of a 32 x pitch tile.
+    per 128 bytes. ``broadcast``: every lane reads element ``index``. ``grouped``:
+    lane i reads element i // stride (groups of ``stride`` neighbouring lanes share
+    one element, as a GEMM warp's A reads do). ``repeating``: lane i reads element
+    i % stride (lanes ``stride`` apart share one). ``random``: lanes read random
+    elements of a 32 x pitch tile.
     """
     if pattern not in SHARED_PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; choose one of {', '.join(SHARED_PATTERNS)}")
@@ -345,6 +381,10 @@ def shared_addresses(pattern: str = "row", access_bytes: int = 4, stride: int = 
         elements = [i * pitch + swizzle(i, index, k) for i in range(WARP_SIZE)]
     elif pattern == "broadcast":
         elements = [index] * WARP_SIZE
+    elif pattern in ("grouped", "repeating"):
+        _check_stride(stride, "group size" if pattern == "grouped" else "period",
+                      " (for one shared word pick the 'broadcast' pattern)")
+        elements = [i // stride if pattern == "grouped" else i % stride for i in range(WARP_SIZE)]
     else:
         rng = random.Random(seed)
         elements = [rng.randrange(WARP_SIZE * pitch) for _ in range(WARP_SIZE)]
@@ -431,3 +471,143 @@ def transpose_smem_full_tiles(n: int, tile: int, block_rows: int, pitch: int, sw
     k = (n // tile) ** 2
     return TransposeSmemPrediction(one.store_requests * k, one.load_requests * k,
                                    one.store_wavefronts * k, one.load_wavefronts * k)
+
+
+# --------------------------------------------------------------------------- notebook 06's fp32 ladder, through the bank model
+
+@dataclass(frozen=True)
+class SharedAccess:
+    """One shared-memory instruction of one warp: its lanes' byte addresses, width, direction, and how
+    many times the warp executes it per stage of K."""
+
+    addresses_bytes: tuple[Optional[int], ...]
+    access_bytes: int
+    store: bool
+    per_stage: int = 1
+
+
+@dataclass(frozen=True)
+class LaunchWavefronts:
+    """Shared-memory wavefronts of a whole launch, from the bank model, split into loads and stores."""
+
+    load_wavefronts: int
+    store_wavefronts: int
+    load_conflicts: int      # wavefronts beyond each instruction's minimum (what ncu calls bank conflicts)
+    store_conflicts: int
+
+    @property
+    def wavefronts(self) -> int:
+        return self.load_wavefronts + self.store_wavefronts
+
+    @property
+    def conflicts(self) -> int:
+        return self.load_conflicts + self.store_conflicts
+
+
+def _launch_wavefronts(warps: Sequence[Sequence[SharedAccess]], stages: int, blocks: int) -> LaunchWavefronts:
+    """Sum one block's warps' accesses over ``stages`` stages and ``blocks`` identical blocks."""
+    lw = sw = lc = sc = 0
+    for accesses in warps:
+        for acc in accesses:
+            r = bank_conflicts(acc.addresses_bytes, acc.access_bytes, store=acc.store)
+            if acc.store:
+                sw, sc = sw + r.wavefronts * acc.per_stage, sc + r.extra_wavefronts * acc.per_stage
+            else:
+                lw, lc = lw + r.wavefronts * acc.per_stage, lc + r.extra_wavefronts * acc.per_stage
+    k = stages * blocks
+    return LaunchWavefronts(lw * k, sw * k, lc * k, sc * k)
+
+
+def _lanes(warp: int, fn) -> tuple[int, ...]:
+    """Byte addresses fn(tid) of the 32 lanes of ``warp`` (fn gives a float index)."""
+    return tuple(4 * fn(32 * warp + lane) for lane in range(WARP_SIZE))
+
+
+# Each kernel's tile as kernels/gemm_fp32.cu sets it (tests/test_memory_models.py checks the macros).
+WARPTILE = dict(bm=128, bn=128, bk=8, wm=64, wn=32, lm=8)       # WT_*: steps 7 and 8
+WARPTILE_16X8 = dict(bm=256, bn=128, bk=8, wm=64, wn=64, lm=4)  # WB_*: step 9
+
+
+def _warptile_accesses(bm: int, bn: int, bk: int, wm: int, wn: int, lm: int):
+    """Steps 7-9: per warp, the transposed scalar stores of A, the float4 stores of B and the float4
+    reads of A and B per k (As pitch bm + 4)."""
+    nt = (bm // wm) * (bn // wn) * 32
+    ln = 32 // lm
+    tm, tn = wm // lm, wn // ln
+    a4, b4, pitch = bm * bk // 4 // nt, bk * bn // 4 // nt, bm + 4
+    warps = []
+    for w in range(nt // 32):
+        wm0, wn0 = (w // (bn // wn)) * wm, (w % (bn // wn)) * wn
+        acc = []
+        for l in range(a4):
+            for q in range(4):
+                acc.append(SharedAccess(_lanes(w, lambda t: ((t + l * nt) % (bk // 4) * 4 + q) * pitch
+                                               + (t + l * nt) // (bk // 4)), 4, True))
+        for l in range(b4):
+            acc.append(SharedAccess(_lanes(w, lambda t: (t + l * nt) // (bn // 4) * bn + (t + l * nt) % (bn // 4) * 4),
+                                    16, True))
+        for k in range(bk):
+            for i in range(0, tm, 4):
+                acc.append(SharedAccess(_lanes(w, lambda t: k * pitch + wm0 + i * lm + (t % 32) // ln * 4), 16, False))
+            for j in range(0, tn, 4):
+                acc.append(SharedAccess(_lanes(w, lambda t: k * bn + wn0 + j * ln + (t % 32) % ln * 4), 16, False))
+        warps.append(acc)
+    return warps, nt, bm, bn, bk
+
+
+def _ladder_accesses(kernel: str):
+    """(accesses per warp of one block, threads, BM, BN, BK) of one ladder kernel, as its SASS runs it.
+
+    Read from kernels/gemm_fp32.cu, with the vector widths the compiled SASS shows (notebook 06's
+    table): at steps 3 and 4 the compiler reads a thread's A values, the same address for the whole
+    warp or half-warp, 16 bytes at a time (LDS.128); from step 5 on every shared load is an LDS.128."""
+    if kernel == "sgemm_smem":                       # block (32, 32): warp w is row ty = w
+        t = 32
+        warps = [[SharedAccess(_lanes(w, lambda x: x), 4, True), SharedAccess(_lanes(w, lambda x: x), 4, True)]
+                 + [SharedAccess(_lanes(w, lambda x: (x // 32) * t + 4 * q), 16, False) for q in range(t // 4)]
+                 + [SharedAccess(_lanes(w, lambda x: k * t + x % 32), 4, False) for k in range(t)]
+                 for w in range(32)]
+        return warps, 1024, t, t, t
+    if kernel == "sgemm_reg1d":                      # 512 threads, 64x64x8, 8 outputs of a column
+        warps = [[SharedAccess(_lanes(w, lambda x: (x % 8) * 64 + x // 8), 4, True),
+                  SharedAccess(_lanes(w, lambda x: (x // 64) * 64 + x % 64), 4, True)]
+                 + [a for k in range(8) for a in
+                    [SharedAccess(_lanes(w, lambda x: k * 64 + x % 64), 4, False)]
+                    + [SharedAccess(_lanes(w, lambda x: k * 64 + (x // 64) * 8 + 4 * h), 16, False) for h in range(2)]]
+                 for w in range(16)]
+        return warps, 512, 64, 64, 8
+    if kernel in ("sgemm_reg2d", "sgemm_vec4"):      # 256 threads, 128x128x8, 8x8 outputs, thread grid 16x16
+        vec = kernel == "sgemm_vec4"
+        pitch = 128 + (4 if vec else 0)
+        warps = []
+        for w in range(8):
+            if vec:                                  # one float4 of A stored as 4 scalars down a column, B as a float4
+                acc = [SharedAccess(_lanes(w, lambda x: ((x % 2) * 4 + q) * pitch + x // 2), 4, True) for q in range(4)]
+                acc.append(SharedAccess(_lanes(w, lambda x: (x // 32) * 128 + (x % 32) * 4), 16, True))
+            else:                                    # 4 scalar loads each of A (stored transposed) and B
+                acc = [SharedAccess(_lanes(w, lambda x: ((x + 256 * l) % 8) * pitch + (x + 256 * l) // 8), 4, True)
+                       for l in range(4)]
+                acc += [SharedAccess(_lanes(w, lambda x: x + 256 * l), 4, True) for l in range(4)]
+            for k in range(8):
+                for h in range(2):
+                    acc.append(SharedAccess(_lanes(w, lambda x: k * pitch + (x // 16) * 8 + 4 * h), 16, False))
+                    acc.append(SharedAccess(_lanes(w, lambda x: k * 128 + (x % 16) * 8 + 4 * h), 16, False))
+            warps.append(acc)
+        return warps, 256, 128, 128, 8
+    if kernel in ("sgemm_warptile", "sgemm_warptile_db"):
+        return _warptile_accesses(**WARPTILE)
+    if kernel == "sgemm_warptile_db_16x8":
+        return _warptile_accesses(**WARPTILE_16X8)
+    if kernel in ("sgemm_naive", "sgemm_coalesced"):
+        return [], 1024, 32, 32, 32
+    raise ValueError(f"no fp32 ladder kernel {kernel!r} in the bank model")
+
+
+def gemm_fp32_wavefronts(kernel: str, n: int) -> LaunchWavefronts:
+    """Shared-memory wavefronts of one n x n x n launch of a notebook-06 ladder kernel, from the bank
+    model; n must be a multiple of the kernel's block tile (no edge tiles)."""
+    warps, _, bm, bn, bk = _ladder_accesses(kernel)
+    whole_numbers(n=n)
+    if n % bm or n % bn or n % bk:
+        raise ValueError(f"n ({n}) must be a multiple of {kernel}'s {bm}x{bn}x{bk} tile")
+    return _launch_wavefronts(warps, n // bk, (n // bm) * (n // bn))

@@ -167,12 +167,12 @@ def layer_ops(shape: ModelShape, phase: Phase, dtype: str = "bf16", replicated_k
         pointwise("RoPE on Q and K", "elementwise", 3, rope_elements, reads=1),
         attention_op(shape, phase, b, replicated_kv),
         gemm_op("output projection", t, d, shape.q_heads * shape.head_dim, b),
-        pointwise("residual add", "elementwise", 1, t * d, reads=2),
+        pointwise("residual add (attention)", "elementwise", 1, t * d, reads=2),
         pointwise("RMSNorm (MLP)", "norm", 4, t * d, reads=1, weights=d),
         gemm_op("gate and up projections", t, 2 * shape.mlp, d, b),
         pointwise("SiLU(gate) · up", "elementwise", 5, t * shape.mlp, reads=2),
         gemm_op("down projection", t, d, shape.mlp, b),
-        pointwise("residual add", "elementwise", 1, t * d, reads=2),
+        pointwise("residual add (MLP)", "elementwise", 1, t * d, reads=2),
     ]
 
 

@@ -58,6 +58,19 @@ class WaveSchedule:
         """Blocks over the slots paid for (waves × slots)."""
         return self.blocks / (self.waves * self.slots)
 
+    @property
+    def sm_rounds(self) -> int:
+        """The SM-round model's count: blocks ÷ SMs, rounded up, the most blocks any SM runs when the
+        scheduler spreads a grid over the SMs before it doubles any up. It takes an SM's rate to be the
+        same with one resident block as with several, so an SM's time is the blocks it runs, one after
+        another; with one block per SM it is the wave count."""
+        return cdiv(self.blocks, self.sm_count)
+
+    @property
+    def sm_round_efficiency(self) -> float:
+        """Blocks over the SM rounds paid for (rounds × SMs): the SM-round model's tail loss."""
+        return self.blocks / (self.sm_rounds * self.sm_count)
+
 
 def schedule(blocks: int, sm_count: int, resident_blocks_per_sm: int) -> WaveSchedule:
     return WaveSchedule(whole_number("blocks", blocks), whole_number("SM count", sm_count),
@@ -78,11 +91,46 @@ class Quantization:
         """Share of the SM time paid for that computes elements of C: edge loss × tail loss."""
         return self.grid.tile_edge_efficiency * self.schedule.wave_efficiency
 
+    @property
+    def sm_round_useful_fraction(self) -> float:
+        """The same share under the SM-round model: edge loss × blocks / (SM rounds × SMs)."""
+        return self.grid.tile_edge_efficiency * self.schedule.sm_round_efficiency
+
+    @property
+    def busiest_sm_tiles(self) -> float:
+        """The SM-round model's time in tiles: the busiest SM runs ``sm_rounds`` blocks, each 1/split-K of
+        a tile's K loop. Times an SM's seconds per tile, it predicts the kernel's time."""
+        return self.schedule.sm_rounds / self.grid.split_k
+
+    @property
+    def slot_model_tiles(self) -> float:
+        """The slot (wave) model's time in the same unit: every wave costs a full SM's ``resident``
+        blocks, each 1/split-K of a tile."""
+        return self.schedule.waves * self.schedule.resident_blocks_per_sm / self.grid.split_k
+
 
 def quantize(m: int, n: int, block_m: int, block_n: int, sm_count: int, resident_blocks_per_sm: int,
              split_k: int = 1) -> Quantization:
     grid = tile_grid(m, n, block_m, block_n, split_k)
     return Quantization(grid, schedule(grid.blocks, sm_count, resident_blocks_per_sm))
+
+
+def persistent_sm_rounds(tiles: int, grid_blocks: int, sm_count: int) -> int:
+    """The SM-round model for a persistent grid: block b takes tiles b, b + G, b + 2G, … and block b
+    lands on SM b mod ``sm_count`` (the grid spread over the SMs first, as notebook 07 measures); the
+    answer is the most tiles any SM runs."""
+    tiles, grid_blocks, sm_count = (whole_number(n, v) for n, v in
+                                    (("tiles", tiles), ("grid blocks", grid_blocks), ("SM count", sm_count)))
+    per_sm = [0] * min(sm_count, grid_blocks)
+    for b in range(grid_blocks):
+        per_sm[b % sm_count] += len(range(b, tiles, grid_blocks))
+    return max(per_sm)
+
+
+def predicted_seconds_sm_rounds(q: Quantization, seconds_per_tile: float) -> float:
+    """The SM-round model's time: the busiest SM's tiles (``busiest_sm_tiles``) times what one tile's
+    full K loop costs an SM."""
+    return q.busiest_sm_tiles * positive("seconds per tile", seconds_per_tile)
 
 
 def wave_of_tile(q: Quantization, row: int, col: int) -> int:

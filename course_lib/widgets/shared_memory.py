@@ -50,9 +50,15 @@ def render_banks(r: memory.BankCount) -> str:
         colours = ", ".join(f'<span style="color:{_PHASE_COLOURS[i % 4]}">lanes {i * r.lanes_per_phase}-'
                             f'{(i + 1) * r.lanes_per_phase - 1}</span>'
                             for i in range(memory.WARP_SIZE // r.lanes_per_phase))
-        phases = (f"{r.access_bytes}-byte accesses are served {r.lanes_per_phase} lanes at a time "
-                  f"({colours}): 128 bytes per wavefront, so at least {r.ideal_wavefronts} wavefronts even "
-                  "without a conflict.")
+        if r.paired:
+            phases = (f"Every lane reads the same 16 bytes as lane n ^ {memory.paired_lanes(r.addresses_bytes)}, so "
+                      "two lanes share one returned register and the load is served 16 lanes at a time "
+                      f"({colours}): at least {r.ideal_wavefronts} wavefronts instead of 4 (the rule NVIDIA states "
+                      "for 16-byte loads; stores do not pair).")
+        else:
+            phases = (f"{r.access_bytes}-byte accesses are served {r.lanes_per_phase} lanes at a time "
+                      f"({colours}): 128 bytes per wavefront, so at least {r.ideal_wavefronts} wavefronts even "
+                      "without a conflict.")
     else:
         phases = "The whole warp is served in one phase (32 lanes x 4 bytes = 128 bytes)."
     return (f'<div class="course-calc-result">{grid}<small>Cell = one 4-byte word, labelled with the lane that '
@@ -64,7 +70,8 @@ def render_banks(r: memory.BankCount) -> str:
             f'<b class="course-degree">{r.conflict_degree:.2f}</b>× the minimum time<br>'
             "<small>analytic: the bank model (course_lib.models.memory.bank_conflicts): 32 banks of 4 bytes, one distinct "
             "word per bank per wavefront, same-word reads broadcast, accesses wider than 4 bytes split into "
-            "128-byte phases as NVIDIA GPUs since Volta do.</small></div>")
+            "128-byte phases as NVIDIA GPUs since Volta do, 16-byte loads whose lanes n and n ^ 1 (or n ^ 2) "
+            "share addresses per half-warp.</small></div>")
 
 
 class BankCalculator:
@@ -72,8 +79,10 @@ class BankCalculator:
 
     PATTERNS = [("row of the tile", "row"), ("column of the tile", "column"),
                 ("column, XOR-swizzled tile", "swizzled column"), ("strided (flat array)", "strided"),
-                ("broadcast (one word)", "broadcast"), ("random", "random")]
-    SIZES = [("4 B (float)", 4), ("8 B (double, float2)", 8)]
+                ("broadcast (one word)", "broadcast"),
+                ("lane groups share a word (lane i reads i // stride)", "grouped"),
+                ("repeating (lane i reads i % stride)", "repeating"), ("random", "random")]
+    SIZES = [("4 B (float)", 4), ("8 B (double, float2)", 8), ("16 B (float4), a load", 16)]
 
     def __init__(self, pattern: str = "column", access_bytes: int = 4, pitch: int = 32, stride: int = 2,
                  index: int = 0, active_lanes: int = 32, seed: int = 0):
@@ -105,8 +114,8 @@ class BankCalculator:
 
     def _refresh(self, change=None):
         p = self.pattern.value
-        self.stride.disabled = p != "strided"
-        self.pitch.disabled = p in ("strided", "broadcast")
+        self.stride.disabled = p not in ("strided", "grouped", "repeating")
+        self.pitch.disabled = p in ("strided", "broadcast", "grouped", "repeating")
         self.seed.disabled = p != "random"
         try:
             r = self.count()

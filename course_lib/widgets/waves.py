@@ -74,9 +74,24 @@ def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
             f"outermost); pale strips are padding outside the {g.m:,} × {g.n:,} output.</small>")
 
 
-def render_waves(q: waves.Quantization, k: int, gpu: str) -> str:
+def _times(q: waves.Quantization, tile_us: float | None) -> tuple[str, str]:
+    """The two models' predicted times, in tiles (one tile's full K loop on one SM) and, given the µs
+    such a tile costs, in µs."""
+    s, tiles = q.schedule, (q.slot_model_tiles, q.busiest_sm_tiles)
+    unit = [f"{t:,.3g} tile{'s' if t != 1 else ''}" for t in tiles]
+    if tile_us:
+        unit = [f"{u} × {tile_us:g} µs = {span(cls, f'{t * tile_us:,.1f} µs')}"
+                for u, t, cls in zip(unit, tiles, ("course-slot-us", "course-round-us"))]
+    plural = lambda n, word: f"{n:,} {word}{'s' if n != 1 else ''}"  # noqa: E731
+    return (f"{plural(s.waves, 'wave')} × {plural(s.resident_blocks_per_sm, 'block')} per SM ÷ split-K "
+            f"{q.grid.split_k} = {unit[0]}",
+            f"{plural(s.sm_rounds, 'round')} ÷ split-K {q.grid.split_k} = {unit[1]}")
+
+
+def render_waves(q: waves.Quantization, k: int, gpu: str, tile_us: float | None = None) -> str:
     """The answer panel: the numbers as a table, then the drawing."""
     g, s = q.grid, q.schedule
+    slot_time, round_time = _times(q, tile_us)
     rows = [
         ("Tile grid", f"{g.tiles_m:,} × {g.tiles_n:,} = {span('course-tiles', f'{g.tiles:,}')} tiles"),
         ("Blocks (tiles × split-K)", f"{g.tiles:,} × {g.split_k} = {span('course-blocks', f'{g.blocks:,}')}"),
@@ -91,6 +106,14 @@ def render_waves(q: waves.Quantization, k: int, gpu: str) -> str:
                             f"({s.blocks:,} blocks in {s.waves * s.slots:,} slots)"),
         ("<b>Useful fraction of the SM time</b>", f"<b>{span('course-useful', _pct(q.useful_fraction))}</b> "
                                                   f"(tile-edge × wave efficiency)"),
+        ("SM rounds (blocks ÷ SMs, rounded up)",
+         f"{span('course-sm-rounds', f'{s.sm_rounds:,}')}: the most blocks one SM runs, the grid spread over "
+         f"the SMs first"),
+        ("<b>Useful fraction, SM-round model</b>",
+         f"<b>{span('course-round-useful', _pct(q.sm_round_useful_fraction))}</b> (tile-edge × "
+         f"{s.blocks:,} blocks in {s.sm_rounds * s.sm_count:,} SM-rounds)"),
+        ("Time, slot model", slot_time),
+        ("Time, SM-round model", round_time),
         ("FLOPs needed (2·M·N·K)", span("course-useful-flop", f"{g.useful_flop(k):,}")),
         ("FLOPs issued, padding included", span("course-issued-flop", f"{g.issued_flop(k):,}")),
     ]
@@ -98,7 +121,10 @@ def render_waves(q: waves.Quantization, k: int, gpu: str) -> str:
     return (f'<div class="course-calc-result"><b>{html.escape(gpu)}</b>: C[{g.m:,} × {g.n:,}], K = {k:,}, '
             f'{g.block_m} × {g.block_n} tiles<table style="font-size:90%">{table}</table>'
             f"{render_grid(q)}<br><small>analytic: first-order tile and wave model (equal-length blocks, "
-            f"waves back to back)</small></div>")
+            f"waves back to back). The slot model pays every wave in full; the SM-round model takes an SM's "
+            f"rate to be the same with one block as with several, so a block alone on its SM finishes in a "
+            f"round, and a tile's time is what one tile's K loop costs an SM (notebook 07 measures which of "
+            f"the two the course's kernel follows).</small></div>")
 
 
 
@@ -108,7 +134,7 @@ class WaveCalculator:
 
     def __init__(self, gpus: list[GpuSpec] | None = None, gpu: str = "NVIDIA H200", m: int = 4096, n: int = 4096,
                  k: int = 4096, block_m: int = 128, block_n: int = 128, split_k: int = 1,
-                 resident_blocks_per_sm: int = 1):
+                 resident_blocks_per_sm: int = 1, tile_us: float = 0.0):
         self.gpus = {g.name: g for g in (gpus or SPECS.values())}
         self.gpu = W.Dropdown(options=list(self.gpus), value=spec(gpu).name, description="GPU",
                               layout=W.Layout(width="380px"))
@@ -118,13 +144,16 @@ class WaveCalculator:
         self.block_m, self.block_n = int_box("BM", block_m, "120px"), int_box("BN", block_n, "120px")
         self.split_k = int_box("split-K", split_k, "130px")
         self.resident = int_box("resident blocks/SM", resident_blocks_per_sm, "190px")
+        self.tile_us = W.BoundedFloatText(value=tile_us, min=0.0, max=1e6, step=1.0, description="µs per tile",
+                                          layout=W.Layout(width="190px"))
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.n_slider.observe(self._slider_moved, "value")
-        for w in (self.gpu, self.m, self.n, self.k, self.block_m, self.block_n, self.split_k, self.resident):
+        for w in (self.gpu, self.m, self.n, self.k, self.block_m, self.block_n, self.split_k, self.resident,
+                  self.tile_us):
             w.observe(self._refresh, "value")
         self.ui = W.VBox([W.HBox([self.gpu, self.resident]), W.HBox([self.m, self.n, self.k]), self.n_slider,
-                          W.HBox([self.block_m, self.block_n, self.split_k]), self.answer])
+                          W.HBox([self.block_m, self.block_n, self.split_k, self.tile_us]), self.answer])
         self._refresh()
 
     def _slider_moved(self, change):
@@ -146,7 +175,7 @@ class WaveCalculator:
         if 1 <= self.n.value <= N_SLIDER_MAX:
             self.n_slider.value = self.n.value
         try:
-            self.answer.value = render_waves(self.compute(), self.k.value, self.gpu.value)
+            self.answer.value = render_waves(self.compute(), self.k.value, self.gpu.value, self.tile_us.value or None)
         except ValueError as exc:
             self.answer.value = error_html(str(exc))
 

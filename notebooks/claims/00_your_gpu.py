@@ -1,9 +1,11 @@
 """Claims of 00_your_gpu's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
-from course_lib.core import gpu_monitor, timing
+from itertools import pairwise
+
+from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 
-TIMING = "timing.measuring_correctly"
+TIMING, COPY, MATMUL = "timing.measuring_correctly", "machine.copy_bandwidth", "machine.matmul_peak"
 BIG, SMALL = "n=16777216", "n=4096"
 
 
@@ -22,7 +24,54 @@ def held_over_blocks(result, case: str) -> float:
     return result.case(case).median_s / sorted(second["samples_s"])[len(second["samples_s"]) // 2] - 1
 
 
+def during(result, dtype: str) -> dict:
+    """NVML's samples of the GPU while the matmul of ``dtype`` was timed (core.gpu_monitor)."""
+    return next(c for c in result.cases if c.name.startswith(f"cuBLAS {dtype} ")).extra["gpu_during"]
+
+
+TENSOR = ("tf32", "fp16", "bf16", "fp8")
+
+
+def of_cupy_copy(result, case: str) -> float:
+    return result.case(case).bandwidth_bytes_per_s / result.case("CuPy device-to-device copy").bandwidth_bytes_per_s
+
+
+def held_small(result):
+    """The distinct values of the held pair's samples at n = 4096, and the finest step between two of them."""
+    d = sorted(set(result.case(f"CUDA events, GPU held, {SMALL}").samples_s))
+    return len(d), min(b - a for a, b in pairwise(d)) * 1e9
+
+
 CLAIMS = [
+    # the clock while each matmul was timed (NVML samples), not one reading at the end
+    Measured("In every run so far the fp32 matmul, on the CUDA cores, held the maximum clock", MATMUL,
+             lambda r: (during(r, "fp32")["sm_mhz"]["min"] / during(r, "fp32")["max_sm_mhz"],
+                        float(during(r, "fp32")["power_limited"])), [(1, 1), (0, 0)]),
+    Measured("their clock fell below 90% of its maximum during the timing", MATMUL,
+             lambda r: tuple(float(during(r, d)["power_limited"]) for d in TENSOR)
+             + (gpu_monitor.POWER_LIMITED_FRACTION,), [(1, 1)] * 4 + [(0.9, 0.9)], unit="%"),
+    Measured("the fp16, bf16 and fp8 ones drew over 90% of the 700 W power cap while it did", MATMUL,
+             lambda r: tuple(during(r, d)["power_w"]["median"] / during(r, d)["power_limit_w"]
+                             for d in ("fp16", "bf16", "fp8")) + (during(r, "fp16")["power_limit_w"],),
+             [(0.9, 1.01)] * 3 + [(700, 700)]),
+    Measured("at its full clock it still reaches only about three quarters of its datasheet", MATMUL,
+             lambda r: (during(r, "fp32")["sm_mhz"]["median"] / during(r, "fp32")["max_sm_mhz"],
+                        next(c for c in r.cases if c.name.startswith("cuBLAS fp32 ")).flop_per_s
+                        / hardware.spec(r.gpu).peak("fp32")), [(1, 1), (0.7, 0.8)], unit="%"),
+    Measured("copy matches CuPy's copy", COPY, lambda r: of_cupy_copy(r, "course copy_vec4"),
+             (0.98, 1.02), unit="×"),
+    Measured("add goes 3–5% past it", COPY, lambda r: of_cupy_copy(r, "course vector_add_vec4") - 1,
+             (0.03, 0.05), unit="%"),
+    Measured("the add, with two 4-byte loads per thread, gets further than the copy with one", COPY,
+             lambda r: of_cupy_copy(r, "course vector_add") / of_cupy_copy(r, "course copy"), (1.1, 1.5),
+             unit="×"),
+    Given("at \"a resolution of around 0.5 microseconds\"", "CUDA Runtime API reference, cudaEventElapsedTime"),
+    Measured("the held pair's 100 samples take only 4 to 7 distinct values, 32 ns apart at the finest", TIMING,
+             held_small, [(4, 7), (31.5, 32.5)], unit=" ns"),
+    Measured("Its time per call is within 15% of what the host timer without a synchronize reports for one launch",
+             TIMING, lambda r: median_us(r, "100 calls per event pair", SMALL)
+             / median_us(r, "host timer, no synchronize", SMALL), (0.85, 1.15), unit="×"),
+
     Measured("reports under ten microseconds whatever the size", TIMING,
              lambda r: tuple(median_us(r, "host timer, no synchronize", n) for n in (SMALL, BIG)), [(1, 10)] * 2,
              unit=" µs"),

@@ -32,6 +32,23 @@ def bands(result, run: int = 0) -> list[int]:
     return sizes + [n]
 
 
+def most_started_within(result, window_ns: float) -> int:
+    """The most blocks that started on one SM within ``window_ns`` of one another, over the launches."""
+    best = 0
+    for launch in result.cases[0].extra["runs"]:
+        per_sm: dict = {}
+        for t, sm in zip(launch["start_ns"], launch["smid"]):
+            per_sm.setdefault(sm, []).append(t)
+        for starts in per_sm.values():
+            starts.sort()
+            j = 0
+            for i, t in enumerate(starts):
+                while t - starts[j] >= window_ns:
+                    j += 1
+                best = max(best, i - j + 1)
+    return best
+
+
 def max_blocks_per_sm(result, run: int = 0) -> int:
     smid = result.cases[0].extra["runs"][run]["smid"]
     return max(smid.count(s) for s in set(smid))
@@ -83,6 +100,13 @@ CLAIMS = [
              lambda r: (min(bands(r)[1:3]) / bands(r)[0], bands(r)[-1] / waves()["slots"]),
              [(1.0, 2.0), (0.0, 0.75)], unit="×"),
     Measured("the busiest SMs ran more than 32 blocks", ORDER, max_blocks_per_sm, (33, 64)),
+    # a block started at t is resident until t + spin_ns at least (its thread 0 spins that long after stamping t)
+    Measured("On the busiest SMs as many as a dozen blocks started within 2 µs of one another, while the thread 0 "
+             "of each spins for 5 µs after its start", ORDER,
+             lambda r: (most_started_within(r, 2000), r.cases[0].extra["spin_ns"] / 1e3), [(10, 13), (5, 5)],
+             unit=" µs"),
+    Analytic("Even ten blocks of 8 warps would be 80 warps, and an SM of compute capability 9.0 holds at most 64",
+             lambda: (10 * 256 // 32, occ.budget("h200").max_warps_per_sm), [(80, 80), (64, 64)]),
     Measured("Low program ids do come early, because the hardware hands out blocks roughly in order of their index, "
              "but only roughly", ORDER, ticket_order_correlation, (0.9, 0.999)),
     Measured("its last column shows that another launch of the same kernel scrambles them differently", ORDER,

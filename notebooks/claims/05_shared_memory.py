@@ -67,6 +67,17 @@ def swizzled_fewer_conflicts(r):
     return ncu_conflicts(r, SWIZZLED) / ncu_conflicts(r, PADDED), ncu_conflicts(r, SWIZZLED_64) / ncu_conflicts(r, PADDED_64)
 
 
+def shared_pipe_busy(r, name: str) -> float:
+    """A case's shared wavefronts (ncu, loads and stores) over the SM cycles of its median time at the
+    boost clock: a lower bound on how busy the shared-memory pipe was (one wavefront per SM cycle)."""
+    from course_lib.core import hardware
+
+    c, spec = r.case(name), hardware.spec(r.gpu)
+    m = c.extra["ncu"]
+    wf = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] + m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
+    return wf / (c.median_s * spec.sm_count * spec.boost_clock_mhz * 1e6)
+
+
 CLAIMS = [
     Analytic("why reading a tile by column takes 32 times the wavefronts of reading it by row", column_over_row,
              (32, 32), unit="×"),
@@ -75,6 +86,10 @@ CLAIMS = [
     Measured("where the probe above matched the model exactly", PROBE, probe_worst_mismatch, (0, 1e-6)),
     Measured("the profiler counts somewhat *more* wavefronts than the layout explains", LADDER, conflict_free_ncu_loads,
              [(1.005, 1.2), (1.005, 1.2)], unit=" wavefronts/request"),
+    Measured("keep the shared-memory pipe about 87% busy at the boost clock", LADDER,
+             lambda r: shared_pipe_busy(r, "shared tile 32×32"), (0.83, 0.91), unit="%"),
+    Measured("it takes about twice the padded tile's time", LADDER,
+             lambda r: r.case("shared tile 32×32").median_s / r.case(PADDED).median_s, (1.8, 2.2), unit="×"),
     Measured("Yet DRAM moves only a little more than the matrix", LADDER, naive_dram_over_matrix, (1.0, 1.3), unit="×"),
     Measured("87–92% of CuPy's copy against 82–85% for the 4-row tiles", LADDER,
              lambda r: (min(of_copy(r, n) for n in EIGHT_ROWS), max(of_copy(r, n) for n in EIGHT_ROWS),

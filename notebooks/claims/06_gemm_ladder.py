@@ -1,11 +1,12 @@
 """Claims of 06_gemm_ladder's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
 from course_lib.core import hardware
+from course_lib.exercises import gemm_ladder as exercises
 from course_lib.labs import gemm_ladder as lab
 from course_lib.launch import gemm_fp32
 from course_lib.measure import sass
 from course_lib.measure.claims import Analytic, Given, Measured
-from course_lib.models import tiling
+from course_lib.models import memory, tiling
 
 LADDER, PROFILE, BF16, CEILINGS = "gemm.fp32_ladder", "gemm.profile", "gemm.bf16_mma", "hopper.ceilings"
 H200 = "NVIDIA H200"
@@ -75,6 +76,35 @@ def over_compulsory(m: dict, n: int = N, b: int = 4) -> float:
 
 def ncu_s(m: dict) -> float:
     return m["gpu__time_duration.sum"] * 1e-9
+
+
+def shared_pipe_busy(r, step: int) -> float:
+    """Shared wavefronts over the SM cycles of the ncu launch at the boost clock (one wavefront per SM
+    cycle, notebook 05's fit): a lower bound on how busy the shared-memory pipe was."""
+    spec = hardware.spec(r.gpu)
+    m = ncu(r, step)
+    return m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] / (ncu_s(m) * spec.sm_count * spec.boost_clock_mhz * 1e6)
+
+
+def bank_model_over_ncu(r, pairing: bool = True) -> list[float]:
+    """ncu's shared wavefronts over the bank model's, steps 3-9 (the model without 16-byte pairing when
+    ``pairing`` is False: every access treated as a store, whose phases do not pair)."""
+    out = []
+    for k in range(3, 10):
+        kernel = STEPS[k - 1]
+        if pairing:
+            model = memory.gemm_fp32_wavefronts(kernel, N).wavefronts
+        else:
+            warps, _, bm, bn, bk = memory._ladder_accesses(kernel)
+            plain = [[memory.SharedAccess(a.addresses_bytes, a.access_bytes, True, a.per_stage) for a in w] for w in warps]
+            model = memory._launch_wavefronts(plain, N // bk, (N // bm) * (N // bn)).wavefronts
+        out.append(wavefronts_m(ncu(r, k)) * 1e6 / model)
+    return out
+
+
+def load_store_count(kernel: str) -> int:
+    c = sass_counts(kernel)
+    return c["LDS (shared loads)"] + c["LDG (global loads)"] + c["STS (shared stores)"]
 
 
 def tile_model_gb(r, step: int) -> float:
@@ -166,6 +196,12 @@ CLAIMS = [
                       min(sass_counts(k)["of which LDS.128"] / sass_counts(k)["LDS (shared loads)"] for k in STEPS[4:])),
              [(16, 1e9), (0.5, 1)]),
 
+    Analytic("its static load and store instructions go from 60 to 47",
+             lambda: (load_store_count(STEPS[4]), load_store_count(STEPS[5])), [(60, 60), (47, 47)]),
+    Analytic("Step 5 already reads shared memory with 16-byte loads only, 32 LDS.128, the same as step 6",
+             lambda: (sass_counts(STEPS[4])["LDS (shared loads)"], sass_counts(STEPS[4])["of which LDS.128"],
+                      sass_counts(STEPS[5])["of which LDS.128"]), [(32, 32)] * 3),
+
     # The timed ladder.
     Measured("Each rung pays off at the large sizes", LADDER, worst_step_gain, (1.0, 1e9), unit="×"),
     Measured("At n = 1024 the big tiles backfire", LADDER,
@@ -208,6 +244,18 @@ CLAIMS = [
              lambda r: dram(ncu(r, 3)) / dram(ncu(r, 1)), (0.9, 1.1), unit="×"),
     Analytic("its 16,384 small blocks", lambda: (N // 32) ** 2, (16384, 16384)),
 
+    Measured("keep it about 82% busy at the boost clock", PROFILE, lambda r: shared_pipe_busy(r, 3), (0.78, 0.86),
+             unit="%"),
+    Measured("The model lands within about 1% of ncu at every rung that uses shared memory", PROFILE,
+             lambda r: max(abs(x - 1) for x in bank_model_over_ncu(r)), (0, 0.015), unit="%"),
+    Measured("it would overcount every rung from step 3 on, by 15% to 64%", PROFILE,
+             lambda r: (min(1 / x - 1 for x in bank_model_over_ncu(r, False)),
+                        max(1 / x - 1 for x in bank_model_over_ncu(r, False))), [(0.13, 0.17), (0.62, 0.66)],
+             unit="%"),
+    Analytic("Exercise 1's layout takes 12 wavefronts per warp and k, against step 5's 20",
+             lambda: (exercises.layout_wavefronts(), exercises.layout_wavefronts(exercises.reg2d_owner)),
+             [(12, 12), (20, 20)]),
+
     # Steps 5-7.
     Measured("nearly half of them (step 5), then over a third (step 6), are bank-conflict replays", PROFILE,
              lambda r: (conflicts(ncu(r, 5)), conflicts(ncu(r, 6))), [(0.42, 0.5), (0.334, 0.42)], unit="%"),
@@ -239,6 +287,10 @@ CLAIMS = [
              lambda: 4 * 6 * N * (N // 256) * (N // 128) * 8 / 1e6, (400, 1e9), unit=" M"),
     Measured("but ncu counts about 294 M, loads and stores together", PROFILE, lambda r: wavefronts_m(ncu(r, 9)),
              (290, 298), unit=" M"),
+    Measured("its wavefronts keep the pipe only about 35% busy at the boost clock, and its warps almost never stall on "
+             "a full shared-memory queue", PROFILE,
+             lambda r: (shared_pipe_busy(r, 9), stall(ncu(r, 9), "mio_throttle")), [(0.32, 0.38), (0, 0.5)],
+             unit="%"),
 
     # The bf16 kernel in the profile.
     Measured("keeps the tensor pipe busy about 65–85% of the time", PROFILE,
@@ -316,8 +368,10 @@ CLAIMS = [
     # Exercises.
     Given("about 100 KiB of shared memory per SM", "the L4's (compute capability 8.9) shared memory per SM, 100 KB, "
           "CUDA C++ Programming Guide's table of compute capabilities"),
-    Analytic("at B_K = 32 three stages take 48 KiB, so two blocks share the L4's 100 KiB. At B_K = 64 the same three "
-             "stages need 96 KiB and only one block fits",
-             lambda: (tiling.staging_bytes(128, 128, 32, 2, stages=3) / 1024, tiling.staging_bytes(128, 128, 64, 2, stages=3) / 1024),
-             [(48, 48), (96, 96)], unit=" KiB"),
+    Analytic("At B_K = 32 four stages take 64 KiB, so only one block fits in the L4's 100 KiB. At B_K = 16 they take "
+             "32 KiB, and two blocks fit",
+             lambda: (tiling.staging_bytes(128, 128, 32, 2, stages=4) / 1024, tiling.staging_bytes(128, 128, 16, 2, stages=4) / 1024,
+                      tiling.tile_estimate(128, 128, 32, 4, "bf16", 256, 64, hardware.spec("l4")).residency.resident_blocks,
+                      tiling.tile_estimate(128, 128, 16, 4, "bf16", 256, 64, hardware.spec("l4")).residency.resident_blocks),
+             [(64, 64), (32, 32), (1, 1), (2, 2)], unit=" KiB"),
 ]

@@ -58,8 +58,17 @@ def best_stream_bw(r) -> float:
 def at_16_kib_tb_s(r):
     """(lowest, highest) TB/s of the variants whose 'bytes in flight/SM' column says 16 KiB."""
     bw = [c.bandwidth_bytes_per_s / 1e12 for c in r.cases
-          if c.params["kernel"] != "copy_vec4" and c.extra["max_bytes_in_flight_per_sm"] == TILE]
+          if c.params["kernel"] != "copy_vec4" and lab.bytes_in_flight(c) == TILE]
     return min(bw), max(bw)
+
+
+def extremes_at_16_kib(r) -> float:
+    """1 when, among the variants with 16 KiB in flight per SM, the one-stage TMA loop (one block) is
+    the slowest and the synchronous kernel at four blocks the fastest."""
+    cs = [c for c in r.cases if c.params["kernel"] != "copy_vec4" and lab.bytes_in_flight(c) == TILE]
+    lo, hi = (f(cs, key=lambda c: c.bandwidth_bytes_per_s).params for f in (min, max))
+    return float(lo == {"kernel": "stream_bulk", "blocks_per_sm": 1, "stages": 1}
+                 and hi == {"kernel": "stream_sync", "blocks_per_sm": 4, "stages": None})
 
 
 def spread_at_16_kib(r) -> float:
@@ -71,7 +80,7 @@ def implied_ns(blocks: int):
     """The 'latency it implies' column of the synchronous kernel: SMs x bytes in flight / bandwidth."""
     def q(r):
         c = stream_case(r, "stream_sync", blocks, None)
-        return SMS * c.extra["max_bytes_in_flight_per_sm"] / c.bandwidth_bytes_per_s * 1e9
+        return SMS * lab.bytes_in_flight(c) / c.bandwidth_bytes_per_s * 1e9
     return q
 
 
@@ -79,7 +88,7 @@ def sync_knee_bytes(r) -> float:
     """The fewest bytes in flight at which the synchronous kernel reaches 95% of its best bandwidth."""
     sync = [c for c in r.cases if c.params["kernel"] == "stream_sync"]
     best = max(c.bandwidth_bytes_per_s for c in sync)
-    return min(c.extra["max_bytes_in_flight_per_sm"] for c in sync if c.bandwidth_bytes_per_s >= 0.95 * best)
+    return min(lab.bytes_in_flight(c) for c in sync if c.bandwidth_bytes_per_s >= 0.95 * best)
 
 
 def cp_two_over_one(r) -> float:
@@ -370,6 +379,7 @@ CLAIMS = [
              [(2.0, 2.2), (3.6, 3.8)], unit=" TB/s"),
     Measured("they range from about 2.1 to 3.7 TB/s, a 1.7–1.8× spread", STREAM, spread_at_16_kib, (1.65, 1.85),
              unit="×"),
+    Measured("from the one-stage TMA loop to four blocks of synchronous loads", STREAM, extremes_at_16_kib, (1, 1)),
     Measured("grows from about 430–450 ns at one block to about 580 ns at four", STREAM,
              lambda r: (implied_ns(1)(r), implied_ns(4)(r)), [(425, 455), (565, 595)], unit=" ns"),
     Measured("the synchronous kernel's knee comes at about twice the bytes it predicts: 24–32 KiB per SM, not 12",

@@ -1,0 +1,652 @@
+"""Notebook 12's experiments: one decoder layer of a real model, predicted by the atlas
+(``models.transformer``) and then measured.
+
+* ``layer.memory_ceilings``: the read bandwidth of a working set served by L1, by L2 and by HBM
+  (``kernels/memory_hierarchy.cu``): the hierarchical roofline's three ceilings, measured.
+* ``layer.decode_attention``: one decode step's attention over a bf16 KV cache, Llama 3 8B's 32
+  query heads on 8 KV heads, at several batches and context lengths: the course's grouped kernel
+  (each KV byte read once per group), the same math over a cache replicated to 32 heads, the grouped
+  kernel over a dimension-major cache, PyTorch's SDPA with ``enable_gqa`` and SDPA over K and V
+  expanded by ``repeat_interleave``; one read of the cache as the floor. ncu counts the bytes.
+* ``layer.ops``: every op of the layer at prefill and at decode in PyTorch (cuBLAS, SDPA with its
+  kernel named, eager elementwise ops) and, on a Hopper GPU, the course's GEMM (notebook 10's
+  persistent rung) for the four projections and its decode attention; then the layer end to end:
+  eager, as one CUDA graph, and through ``torch.compile``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec
+from course_lib.core.timing import benchmark, benchmark_interleaved
+from course_lib.launch import decode_attention as decode
+from course_lib.launch import hopper_gemm
+from course_lib.launch.memory_hierarchy import bytes_read, run_read
+from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance_rel
+from course_lib.measure import profiler
+from course_lib.measure.evidence import Case
+from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
+from course_lib.measure.profiler import kernels_launched
+from course_lib.measure.target import Target
+from course_lib.models import transformer
+from course_lib.models.transformer import MODELS
+from course_lib.models.transformer import decode as decode_phase
+from course_lib.models.transformer import prefill as prefill_phase
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+BF16 = BYTES_PER_ELEMENT["bf16"]
+
+# --------------------------------------------------------------------------- memory ceilings
+
+L1_SETS = [4 * KIB, 16 * KIB, 64 * KIB, 128 * KIB, 192 * KIB]
+SHARED_SETS = [MIB, 4 * MIB, 16 * MIB, 32 * MIB, 48 * MIB, 64 * MIB, 96 * MIB, 256 * MIB, GIB, 4 * GIB]
+
+
+@experiment("layer.memory_ceilings",
+            "Read bandwidth of a working set read over and over: every block reading the whole set "
+            "(served by L1 when it fits) and the grid sharing one sweep (L2 when the set fits, else HBM).",
+            per_block_sets=L1_SETS, shared_sets=SHARED_SETS, bytes_per_launch=4 * GIB, samples=20)
+def memory_ceilings(per_block_sets: list[int], shared_sets: list[int], bytes_per_launch: int,
+                    samples: int) -> list[Case]:
+    import cupy
+
+    sms = detect().sm_count
+    blocks = 8 * sms    # 2,048 threads an SM at 256 a block
+    sink = cupy.zeros(1, cupy.uint32)
+    cases = []
+    for kind, sets in (("per block", per_block_sets), ("partitioned", shared_sets)):
+        for set_bytes in sets:
+            buf = cupy.random.default_rng(set_bytes).integers(0, 2**32, set_bytes // 4, dtype=cupy.uint64)
+            buf = buf.astype(cupy.uint32)
+            reps = max(1, round(bytes_per_launch / bytes_read(kind, set_bytes, 1, blocks)))
+            # The check: every word read once a sweep. The XOR of all threads' reads is the set's (read by
+            # an odd number of blocks, for the per-block kernel, so that the copies do not cancel).
+            want = int(np.bitwise_xor.reduce(cupy.asnumpy(buf)))
+            sink.fill(0)
+            run_read(kind, buf, 1, blocks | 1, sink, check=True)
+            got = int(sink[0])
+            check = {"reference": "XOR of the set, computed on the host", "max_abs_err": float(got != want),
+                     "tolerance": 0.0, "passed": got == want}
+            t = benchmark(lambda: run_read(kind, buf, reps, blocks, sink), samples)
+            cases.append(require_passed(Case(
+                f"{kind}, {set_bytes} B", {"kind": kind, "set_bytes": set_bytes}, f"memory_hierarchy.{kind}", t,
+                0.0, float(bytes_read(kind, set_bytes, reps, blocks)), check,
+                {"grid": [blocks], "block": [256], "dynamic_smem_bytes": 0},
+                extra={"reps": reps})))
+    return cases
+
+
+def ceilings(result) -> dict[str, float]:
+    """The three ceilings in bytes/s: L1, the best per-block read of a set that fits every SM's L1
+    (64 KiB or less); L2, the best shared read of a set at most half the L2; HBM, the median shared
+    read of a set at least 16 times the L2 (no reuse possible)."""
+    l2 = result.machine["l2_bytes"]
+    per_block = [c for c in result.cases if c.params["kind"] == "per block" and c.params["set_bytes"] <= 64 * KIB]
+    in_l2 = [c for c in result.cases if c.params["kind"] == "partitioned" and c.params["set_bytes"] <= l2 // 2]
+    beyond = [c for c in result.cases if c.params["kind"] == "partitioned" and c.params["set_bytes"] >= 16 * l2]
+    if not (per_block and in_l2 and beyond):
+        raise ValueError("this run has no set for one of the three levels; run layer.memory_ceilings with "
+                         "sets up to 64 KiB, up to half the L2 and at least 16 times the L2")
+    return {"L1": max(c.bandwidth_bytes_per_s for c in per_block),
+            "L2": max(c.bandwidth_bytes_per_s for c in in_l2),
+            "HBM": float(np.median([c.bandwidth_bytes_per_s for c in beyond]))}
+
+
+@beside_reference
+def ceiling_rows(result) -> list[dict]:
+    return [{"read": c.params["kind"], "working set": _size(c.params["set_bytes"]),
+             "bytes a launch": _size(int(c.bytes)), "median µs": c.median_s * 1e6,
+             "TB/s": c.bandwidth_bytes_per_s / 1e12} for c in result.cases]
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} B"
+
+
+# --------------------------------------------------------------------------- decode attention
+
+GROUPED = "course, grouped (each KV head read once for its 4 query heads)"
+REPLICATED = "course, KV replicated to 32 heads"
+DIM_MAJOR = "course, grouped, dimension-major cache"
+SDPA_GQA = "PyTorch SDPA, enable_gqa=True"
+SDPA_EXPANDED = "PyTorch SDPA on repeat_interleave'd K and V"
+CACHE_READ = "one read of the K and V cache (the floor)"
+DECODE_PLANS = (CACHE_READ, GROUPED, REPLICATED, DIM_MAJOR, SDPA_GQA, SDPA_EXPANDED)
+DECODE_METRICS = ["dram__bytes_read.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+                  "gpu__time_duration.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                  "smsp__inst_executed.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+
+
+class _DecodeOperands:
+    """Q, one K-and-V allocation (K and V its two halves, so one launch can read both), the
+    replicated and dimension-major copies, and their torch views."""
+
+    def __init__(self, shape: transformer.ModelShape, batch: int, context: int, seed: int):
+        import cupy
+        import torch
+
+        from course_lib.launch.operands import random_operand, to_bf16_bits, torch_view
+
+        g, hkv, d = shape.group, shape.kv_heads, decode.HEAD_DIM
+        self.group = g
+        self.q = to_bf16_bits(random_operand((batch, hkv * g, d), seed) * 2)
+        self.kv = to_bf16_bits(random_operand((2, batch, hkv, context, d), seed + 1) * 2)
+        self.k, self.v = self.kv[0], self.kv[1]
+        self.k_rep, self.v_rep = (cupy.ascontiguousarray(cupy.repeat(x, g, axis=1)) for x in (self.k, self.v))
+        self.k_dm, self.v_dm = (cupy.ascontiguousarray(x.transpose(0, 1, 3, 2)) for x in (self.k, self.v))
+        self.out = cupy.full(self.q.shape, 0xFFFF, dtype=cupy.uint16)
+        self.tq = torch_view(self.q).view(batch, hkv * g, 1, d)
+        self.tk, self.tv = torch_view(self.k), torch_view(self.v)
+        self.torch = torch
+
+    def plans(self, sink, blocks: int) -> dict:
+        import torch.nn.functional as F
+
+        g, o = self.group, self.out
+        return {
+            CACHE_READ: lambda: run_read("partitioned", self.kv, 1, blocks, sink),
+            GROUPED: lambda: decode.run_decode(self.q, self.k, self.v, o, g),
+            REPLICATED: lambda: decode.run_decode(self.q, self.k_rep, self.v_rep, o, 1),
+            DIM_MAJOR: lambda: decode.run_decode(self.q, self.k_dm, self.v_dm, o, g, "dimension-major"),
+            SDPA_GQA: lambda: F.scaled_dot_product_attention(self.tq, self.tk, self.tv, enable_gqa=True),
+            SDPA_EXPANDED: lambda: F.scaled_dot_product_attention(
+                self.tq, self.tk.repeat_interleave(g, 1), self.tv.repeat_interleave(g, 1)),
+        }
+
+
+def _decode_output(plan: str, result, ops: _DecodeOperands):
+    """A plan's output as float32 CuPy [B, Hq, 128] (the course's kernels write ``ops.out``)."""
+    import cupy
+
+    if not hasattr(result, "float"):   # a course kernel: it wrote ops.out (and returned its splits)
+        return bf16_bits_to_float32(ops.out)
+    return cupy.asarray(result.float().reshape(ops.q.shape))
+
+
+def plan_bytes(shape: transformer.ModelShape, batch: int, context: int, plan: str) -> float:
+    """The bytes a plan must move by its own data layout (the model's, not ncu's): the grouped floor;
+    the replicated cache's; and for the expanding plan its copies too (read K and V, write them
+    four times over, read those)."""
+    phase = decode_phase(batch, context)
+    grouped = transformer.attention_op(shape, phase, BF16).bytes
+    replicated = transformer.attention_op(shape, phase, BF16, replicated_kv=True).bytes
+    kv = 2 * batch * shape.kv_heads * context * shape.head_dim * BF16
+    if plan == CACHE_READ:
+        return float(kv)
+    if plan == REPLICATED:
+        return replicated
+    if plan == SDPA_EXPANDED:
+        return replicated + kv + shape.group * kv
+    return grouped
+
+
+def profile_decode(model: str, batch: int, context: int) -> None:
+    """Each course kernel once: what ncu profiles (its ``^decode_`` filter leaves out the set-up)."""
+    import cupy
+
+    ops = _DecodeOperands(MODELS[model], batch, context, 7)
+    plans = ops.plans(cupy.zeros(1, cupy.uint32), 8 * detect().sm_count)
+    for plan in PROFILED_PLANS:
+        plans[plan]()
+    cupy.cuda.Device().synchronize()
+
+
+PROFILED_PLANS = (GROUPED, REPLICATED, DIM_MAJOR)
+PROFILED_KERNELS = r"^decode_"
+
+
+def _attach_decode_profile(cases: dict, model: str, batch: int, context: int) -> None:
+    """ncu's counters for the course's three plans, each a partial kernel and the combine, summed."""
+    expected = [decode.kernel_for(4), "decode_combine", "decode_replicated", "decode_combine",
+                decode.kernel_for(4, "dimension-major"), "decode_combine"]
+    try:
+        profiles = profiler.ncu_metrics(Target(profile_decode, (model, batch, context)), DECODE_METRICS,
+                                        PROFILED_KERNELS)
+        if [p.function for p in profiles] != expected:
+            raise profiler.ProfilerUnavailable(f"ncu profiled {[p.function for p in profiles]}, expected {expected}")
+    except profiler.ProfilerUnavailable as exc:
+        for plan in PROFILED_PLANS:
+            cases[plan].extra["ncu_unavailable"] = str(exc)
+        return
+    for i, plan in enumerate(PROFILED_PLANS):
+        launches = profiles[2 * i:2 * i + 2]
+        cases[plan].extra["ncu"] = {m: sum(p.metrics[m] for p in launches) for m in DECODE_METRICS}
+        cases[plan].extra["ncu_kernels"] = [p.function for p in launches]
+        cases[plan].extra["ncu_command"] = profiler.command_line(DECODE_METRICS, PROFILED_KERNELS)
+
+
+@experiment("layer.decode_attention",
+            "One decode step's attention (32 query heads on 8 KV heads, bf16) over the KV cache: the course's "
+            "grouped kernel, the same over a replicated or a dimension-major cache, PyTorch SDPA with enable_gqa "
+            "and over repeat_interleave'd K and V, beside one read of the cache; all timed call by call in turn.",
+            model="Llama 3 8B", batches=[1, 8, 32], contexts=[1024, 8192, 32768], samples=20,
+            profiled=[8, 8192])
+def decode_attention(model: str, batches: list[int], contexts: list[int], samples: int,
+                     profiled: list[int]) -> list[Case]:
+    import cupy
+    import torch
+
+    shape = MODELS[model]
+    blocks = 8 * detect().sm_count
+    sink = cupy.zeros(1, cupy.uint32)
+    cases = []
+    for batch in batches:
+        for context in contexts:
+            ops = _DecodeOperands(shape, batch, context, 3)
+            plans = ops.plans(sink, blocks)
+            # Checked on the first two sequences against float64 (the whole batch's reference would not fit).
+            checked = min(batch, 2)
+            want = decode.reference(ops.q[:checked], ops.k[:checked], ops.v[:checked])
+            tol = decode.tolerance(want)
+            checks, kernels = {}, {}
+            for plan, fn in plans.items():
+                if plan == CACHE_READ:
+                    checks[plan] = {"reference": "none: the read's result is discarded", "max_abs_err": 0.0,
+                                    "tolerance": 0.0, "passed": True}
+                    continue
+                ops.out.fill(0xFFFF)
+                got = _decode_output(plan, fn(), ops)[:checked]
+                checks[plan] = check_close(got, want, "float64 attention of the same bf16 inputs", 0.0, tol)
+            times = benchmark_interleaved(list(plans.values()), samples, references=[
+                i for i, p in enumerate(plans) if p.startswith("PyTorch")])
+            for plan, fn in plans.items():
+                if plan.startswith("PyTorch"):
+                    kernels[plan] = kernels_launched(fn)
+            phase = decode_phase(batch, context)
+            flop = transformer.attention_op(shape, phase, BF16).flop
+            by_plan = {}
+            for (plan, _), t in zip(plans.items(), times):
+                extra = {"floor_bytes": transformer.attention_op(shape, phase, BF16).bytes,
+                         "replicated_bytes": transformer.attention_op(shape, phase, BF16, replicated_kv=True).bytes}
+                if plan in kernels:
+                    extra["kernels"] = kernels[plan]
+                if plan in (GROUPED, REPLICATED, DIM_MAJOR):
+                    extra["splits"] = decode.splits_for(batch, shape.kv_heads, context, detect().sm_count)
+                case = Case(f"batch {batch}, context {context}: {plan}",
+                            {"batch": batch, "context": context, "plan": plan},
+                            plan, t, 0.0 if plan == CACHE_READ else flop, plan_bytes(shape, batch, context, plan),
+                            checks[plan], extra=extra)
+                by_plan[plan] = require_passed(case)
+                cases.append(case)
+            if [batch, context] == profiled:
+                _attach_decode_profile(by_plan, model, batch, context)
+            del ops, plans
+            cupy.get_default_memory_pool().free_all_blocks()
+            torch.cuda.empty_cache()
+    return cases
+
+
+def _decode_by(result) -> dict:
+    return {(c.params["batch"], c.params["context"], c.params["plan"]): c for c in result.cases}
+
+
+@beside_reference
+def decode_rows(result) -> list[dict]:
+    """Per batch and context: each plan's µs, and its time over one read of the cache (the floor)."""
+    cases = _decode_by(result)
+    rows = []
+    for batch, context in sorted({(c.params["batch"], c.params["context"]) for c in result.cases}):
+        floor = cases[(batch, context, CACHE_READ)]
+        row = {"batch": batch, "context": context, "KV cache MiB": floor.bytes / MIB,
+               "cache read µs": floor.median_s * 1e6}
+        for plan in DECODE_PLANS[1:]:
+            c = cases.get((batch, context, plan))
+            if c is not None:
+                row[f"{plan} µs"] = c.median_s * 1e6
+                row[f"{plan} ÷ floor"] = c.median_s / floor.median_s
+        rows.append(row)
+    return rows
+
+
+@beside_reference
+def decode_byte_rows(result) -> list[dict]:
+    """At the profiled size: ncu's DRAM bytes and L1 sectors per request for each plan, beside the
+    grouped and replicated models' bytes."""
+    rows = []
+    for c in result.cases:
+        if "ncu" not in c.extra:
+            continue
+        m = c.extra["ncu"]
+        rows.append({"plan": c.params["plan"], "batch": c.params["batch"], "context": c.params["context"],
+                     "DRAM bytes read (ncu) MiB": m["dram__bytes_read.sum"] / MIB,
+                     "grouped model MiB": c.extra["floor_bytes"] / MIB,
+                     "replicated model MiB": c.extra["replicated_bytes"] / MIB,
+                     "read ÷ grouped model": m["dram__bytes_read.sum"] / c.extra["floor_bytes"],
+                     "L1 sectors per request": (m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+                                                / max(1.0, m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])),
+                     "L2 sectors read (from L1) M": m["lts__t_sectors_srcunit_tex_op_read.sum"] / 1e6,
+                     "issue slots used %": m.get("smsp__issue_active.avg.pct_of_peak_sustained_active"),
+                     "warp instructions M": m.get("smsp__inst_executed.sum", 0) / 1e6,
+                     "DRAM % of peak": m.get("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+                     "kernels": ", ".join(c.extra.get("ncu_kernels", []))[:120]})
+    return rows
+
+
+# --------------------------------------------------------------------------- the layer, op by op
+
+OP_NAMES = [op.name for op in transformer.layer_ops(transformer.LLAMA3_8B, prefill_phase(1, 1))]
+LAYER_EAGER = "the layer, eager PyTorch"
+LAYER_GRAPH = "the layer, eager PyTorch as one CUDA graph"
+LAYER_COMPILED = "the layer, torch.compile"
+SUM_OF_OPS = "sum of the PyTorch ops timed alone"
+
+
+class _Layer:
+    """One decoder layer's weights (random, bf16) and its forward pass as PyTorch ops, at prefill
+    (``batch`` sequences of ``tokens``) or decode (one token over ``context`` cached tokens)."""
+
+    def __init__(self, shape: transformer.ModelShape, phase: transformer.Phase, seed: int):
+        import torch
+
+        self.shape, self.phase, self.torch = shape, phase, torch
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        d, w = shape.d_model, shape.qkv_width
+
+        def weight(*size, scale=0.02):
+            return (torch.randn(*size, device="cuda", generator=gen, dtype=torch.float32) * scale).to(torch.bfloat16)
+
+        self.w_qkv, self.w_o = weight(w, d), weight(d, shape.q_heads * shape.head_dim)
+        self.w_gu, self.w_down = weight(2 * shape.mlp, d), weight(d, shape.mlp)
+        self.norm1, self.norm2 = (1 + weight(d, scale=0.1)).contiguous(), (1 + weight(d, scale=0.1)).contiguous()
+        rows = phase.rows
+        self.x = weight(rows, d, scale=1.0)
+        pos = torch.arange(phase.context - phase.tokens, phase.context, device="cuda", dtype=torch.float32)
+        pos = pos.repeat(phase.batch)
+        inv = 1.0 / (500000.0 ** (torch.arange(0, shape.head_dim, 2, device="cuda", dtype=torch.float32) / shape.head_dim))
+        ang = torch.outer(pos, inv)
+        self.cos = torch.cat([ang.cos(), ang.cos()], -1).to(torch.bfloat16)[:, None, :]
+        self.sin = torch.cat([ang.sin(), ang.sin()], -1).to(torch.bfloat16)[:, None, :]
+        if phase.name == "decode":
+            cache = (phase.batch, shape.kv_heads, phase.context + 1, shape.head_dim)
+            self.cache_k, self.cache_v = weight(*cache, scale=1.0), weight(*cache, scale=1.0)
+
+    # the ops, each a function of the tensors the one before produced
+    def rmsnorm(self, x, w):
+        return self.torch.nn.functional.rms_norm(x, (self.shape.d_model,), w, 1e-5)
+
+    def qkv(self, h):
+        return self.torch.nn.functional.linear(h, self.w_qkv)
+
+    def rope(self, qkv):
+        s = self.shape
+        q, k, v = qkv.split([s.q_heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim], -1)
+        q = q.view(-1, s.q_heads, s.head_dim)
+        k = k.view(-1, s.kv_heads, s.head_dim)
+
+        def rotate(x):
+            x1, x2 = x.chunk(2, -1)
+            return x * self.cos + self.torch.cat([-x2, x1], -1) * self.sin
+
+        return rotate(q), rotate(k), v.reshape(-1, s.kv_heads, s.head_dim)
+
+    def attention(self, q, k, v):
+        F, s, p = self.torch.nn.functional, self.shape, self.phase
+        if p.name == "prefill":
+            qh = q.view(p.batch, p.tokens, s.q_heads, s.head_dim).transpose(1, 2)
+            kh = k.view(p.batch, p.tokens, s.kv_heads, s.head_dim).transpose(1, 2)
+            vh = v.view(p.batch, p.tokens, s.kv_heads, s.head_dim).transpose(1, 2)
+            o = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, enable_gqa=True)
+            return o.transpose(1, 2).reshape(p.rows, s.q_heads * s.head_dim)
+        self.cache_k[:, :, p.context] = k.view(p.batch, s.kv_heads, s.head_dim)
+        self.cache_v[:, :, p.context] = v.view(p.batch, s.kv_heads, s.head_dim)
+        o = F.scaled_dot_product_attention(q.view(p.batch, s.q_heads, 1, s.head_dim), self.cache_k, self.cache_v,
+                                           enable_gqa=True)
+        return o.reshape(p.rows, s.q_heads * s.head_dim)
+
+    def out_proj(self, o):
+        return self.torch.nn.functional.linear(o, self.w_o)
+
+    def gate_up(self, h):
+        return self.torch.nn.functional.linear(h, self.w_gu)
+
+    def silu_mul(self, gu):
+        g, u = gu.chunk(2, -1)
+        return self.torch.nn.functional.silu(g) * u
+
+    def down(self, a):
+        return self.torch.nn.functional.linear(a, self.w_down)
+
+    def forward(self, x):
+        h = self.rmsnorm(x, self.norm1)
+        q, k, v = self.rope(self.qkv(h))
+        x = x + self.out_proj(self.attention(q, k, v))
+        h = self.rmsnorm(x, self.norm2)
+        return x + self.down(self.silu_mul(self.gate_up(h)))
+
+    def op_calls(self) -> list[tuple[str, object]]:
+        """Each op of ``layer_ops``'s list as a call on the inputs one forward pass gives it."""
+        x = self.x
+        h = self.rmsnorm(x, self.norm1)
+        qkv = self.qkv(h)
+        q, k, v = self.rope(qkv)
+        o = self.attention(q, k, v)
+        proj = self.out_proj(o)
+        x2 = x + proj
+        h2 = self.rmsnorm(x2, self.norm2)
+        gu = self.gate_up(h2)
+        a = self.silu_mul(gu)
+        dn = self.down(a)
+        calls = [lambda: self.rmsnorm(x, self.norm1), lambda: self.qkv(h), lambda: self.rope(qkv),
+                 lambda: self.attention(q, k, v), lambda: self.out_proj(o), lambda: x + proj,
+                 lambda: self.rmsnorm(x2, self.norm2), lambda: self.gate_up(h2), lambda: self.silu_mul(gu),
+                 lambda: self.down(a), lambda: x2 + dn]
+        return list(zip(OP_NAMES, calls))
+
+
+def _course_gemm(layer: _Layer, name: str):
+    """The course's GEMM (notebook 10's persistent rung) for one projection: (call, output, reference),
+    or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's [out, in] weight."""
+    import cupy
+    import torch
+
+    if str(detect().compute_capability) != hopper_gemm.HOPPER_CC:
+        return None
+    phase, d = layer.phase, layer.shape.d_model
+    weights = {"Q, K, V projection": (layer.w_qkv, d), "output projection": (layer.w_o, layer.shape.q_heads * 128),
+               "gate and up projections": (layer.w_gu, d), "down projection": (layer.w_down, layer.shape.mlp)}
+    if name not in weights:
+        return None
+    w, k = weights[name]
+    a = (torch.randn(phase.rows, k, device="cuda") * 0.5).to(torch.bfloat16)
+    bits = lambda t: cupy.from_dlpack(t.contiguous().view(torch.int16)).view(cupy.uint16)   # noqa: E731
+    a_bits, w_bits = bits(a), bits(w)
+    c_bits = hopper_gemm.nan_output(phase.rows, w.shape[0])
+    rung = hopper_gemm.rung(5)
+    return (lambda: hopper_gemm.run(rung, a_bits, w_bits, c_bits), c_bits,
+            torch.nn.functional.linear(a, w), lambda: torch.nn.functional.linear(a, w))
+
+
+def _time_layer(layer: _Layer, samples: int, compile_layer: bool) -> dict:
+    """The layer end to end: eager, one CUDA graph of the eager layer, and torch.compile's."""
+    import torch
+
+    x = layer.x
+    out = {LAYER_EAGER: (benchmark(lambda: layer.forward(x), samples, reference=True), kernels_launched(
+        lambda: layer.forward(x)))}
+    static_x = x.clone()
+    layer.forward(static_x)   # warm every kernel before capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = layer.forward(static_x)
+    graph.replay()
+    torch.cuda.synchronize()
+    want = layer.forward(x)
+    if not torch.allclose(static_out.float(), want.float(), rtol=0, atol=1e-2 * float(want.abs().max())):
+        raise AssertionError("the CUDA graph of the layer does not reproduce the eager layer")
+    out[LAYER_GRAPH] = (benchmark(graph.replay, samples), ["one graph launch"])
+    if compile_layer:
+        try:
+            compiled = torch.compile(layer.forward, dynamic=False)
+            got = compiled(x)
+            if not torch.allclose(got.float(), want.float(), rtol=0, atol=2e-2 * float(want.abs().max())):
+                raise AssertionError("torch.compile's layer differs from the eager layer")
+            out[LAYER_COMPILED] = (benchmark(lambda: compiled(x), samples, reference=True),
+                                   kernels_launched(lambda: compiled(x)))
+        except AssertionError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (a compile failure is a finding to record, not a crash)
+            out[LAYER_COMPILED] = (None, [f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}"])
+    return out
+
+
+@experiment("layer.ops",
+            "One Llama 3 8B decoder layer in bf16, op by op at prefill and at decode: PyTorch's kernels (cuBLAS, "
+            "SDPA, eager elementwise ops), the course's GEMM and decode attention where the GPU runs them; then "
+            "the layer end to end, eager, as one CUDA graph, and through torch.compile.",
+            model="Llama 3 8B", prefill=[1, 4096], decode=[16, 8192], samples=20, compile_layer=True)
+def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, compile_layer: bool) -> list[Case]:
+    import cupy
+
+    shape = MODELS[model]
+    cases = []
+    for phase in (prefill_phase(*prefill), decode_phase(*decode)):
+        layer = _Layer(shape, phase, 1)
+        atlas = {row.op.name: row for row in transformer.atlas(shape, phase, gpu_spec(detect().name))}
+        params = {"phase": phase.name, "batch": phase.batch, "tokens": phase.tokens, "context": phase.context}
+        for name, call in layer.op_calls():
+            op = atlas[name].op
+            plans = {"PyTorch": call}
+            course, check = _course_gemm(layer, name), None
+            if course is not None:
+                fn, c_bits, want, torch_call = course
+                fn()
+                got = bf16_bits_to_float32(c_bits)
+                check = check_close(got, cupy.asarray(want.float()), "cuBLAS (torch.nn.functional.linear)",
+                                    bf16_tolerance_rel())
+                plans = {"PyTorch": torch_call, "course GEMM (notebook 10, rung 5)": fn}
+            if name.startswith("attention") and phase.name == "decode":
+                plans["course decode attention (grouped)"] = _course_decode_call(layer)
+            times = benchmark_interleaved(list(plans.values()), samples, references=[0])
+            for (label, fn), t in zip(plans.items(), times):
+                extra = {"bound_s": atlas[name].seconds, "bound_kind": atlas[name].bound.binding_roof}
+                if label == "PyTorch":
+                    extra["kernels"] = kernels_launched(fn)
+                c = Case(f"{phase.name}: {name}: {label}", {**params, "op": name, "plan": label}, label, t,
+                         op.flop, op.bytes,
+                         check if label.startswith("course GEMM") else _ok(label), extra=extra)
+                cases.append(require_passed(c))
+        layer_flop = sum(r.op.flop for r in atlas.values())
+        layer_bytes = sum(r.op.bytes for r in atlas.values())
+        bound = sum(r.seconds for r in atlas.values())
+        for label, (t, kernels) in _time_layer(layer, samples, compile_layer).items():
+            extra = {"bound_s": bound, "kernels_launched": len(kernels), "kernel_names": sorted(set(kernels))[:40]}
+            if t is None:
+                extra["unavailable"] = kernels[0]
+                continue
+            cases.append(Case(f"{phase.name}: {label}", {**params, "op": "layer", "plan": label}, label, t,
+                              layer_flop, layer_bytes, _ok(label), extra=extra))
+        del layer
+    return cases
+
+
+def _ok(label: str) -> dict:
+    return {"reference": f"{label} is the reference", "max_abs_err": 0.0, "tolerance": 0.0, "passed": True}
+
+
+def _course_decode_call(layer: _Layer):
+    """The course's grouped decode kernel over the layer's cache (its first ``context`` tokens),
+    checked against SDPA's output before it is timed."""
+    import cupy
+    import torch
+
+    p, s = layer.phase, layer.shape
+    bits = lambda t: cupy.from_dlpack(t.contiguous().view(torch.int16)).view(cupy.uint16)   # noqa: E731
+    q = (torch.randn(p.batch, s.q_heads, s.head_dim, device="cuda")).to(torch.bfloat16)
+    k, v = layer.cache_k[:, :, :p.context].contiguous(), layer.cache_v[:, :, :p.context].contiguous()
+    q_bits, k_bits, v_bits = bits(q), bits(k), bits(v)
+    out = cupy.full(q_bits.shape, 0xFFFF, dtype=cupy.uint16)
+    want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, enable_gqa=True)[:, :, 0]
+    decode.run_decode(q_bits, k_bits, v_bits, out, s.group)
+    err = float(cupy.abs(bf16_bits_to_float32(out) - cupy.asarray(want.float())).max())
+    if not err <= 2.0 ** -6 * float(want.abs().max()) + 2e-3:
+        raise AssertionError(f"the course's decode attention differs from SDPA by {err:.3g} at the layer's size")
+    return lambda: decode.run_decode(q_bits, k_bits, v_bits, out, s.group)
+
+
+def _layer_by(result) -> dict:
+    return {(c.params["phase"], c.params["op"], c.params["plan"]): c for c in result.cases}
+
+
+@beside_reference
+def op_rows(result) -> list[dict]:
+    """The reconciliation: each op's roofline floor (the atlas), PyTorch's time, the course's where it
+    ran, and the share of the layer's measured op time it takes."""
+    rows = []
+    for phase in ("prefill", "decode"):
+        ops = [c for c in result.cases if c.params["phase"] == phase and c.params["op"] != "layer"]
+        total = sum(c.median_s for c in ops if c.params["plan"] == "PyTorch")
+        for c in ops:
+            if c.params["plan"] != "PyTorch":
+                continue
+            course = [o for o in ops if o.params["op"] == c.params["op"] and o.params["plan"] != "PyTorch"]
+            rows.append({"phase": phase, "op": c.params["op"], "bound by": c.extra["bound_kind"],
+                         "floor µs": c.extra["bound_s"] * 1e6, "PyTorch µs": c.median_s * 1e6,
+                         "PyTorch ÷ floor": c.median_s / c.extra["bound_s"],
+                         "share of the ops' time": c.median_s / total,
+                         "course µs": course[0].median_s * 1e6 if course else None,
+                         "PyTorch kernels": len(c.extra.get("kernels", []))})
+    return rows
+
+
+@beside_reference
+def layer_rows(result) -> list[dict]:
+    """The layer end to end at each phase: eager, graph, compiled, and the sum of its ops timed alone."""
+    rows = []
+    for phase in ("prefill", "decode"):
+        layer = [c for c in result.cases if c.params["phase"] == phase and c.params["op"] == "layer"]
+        ops = [c for c in result.cases if c.params["phase"] == phase and c.params["op"] != "layer"
+               and c.params["plan"] == "PyTorch"]
+        for c in layer:
+            rows.append({"phase": phase, "plan": c.params["plan"], "µs": c.median_s * 1e6,
+                         "÷ the atlas floor": c.median_s / c.extra["bound_s"],
+                         "kernels launched": c.extra.get("kernels_launched")})
+        if layer and ops:
+            total = sum(c.median_s for c in ops)
+            rows.append({"phase": phase, "plan": SUM_OF_OPS, "µs": total * 1e6,
+                         "÷ the atlas floor": total / layer[0].extra["bound_s"],
+                         "kernels launched": sum(len(c.extra.get("kernels", [])) for c in ops)})
+    return rows
+
+
+def sdpa_backends(result) -> dict[str, list[str]]:
+    """The kernels SDPA launched for each attention case: which backend PyTorch picked."""
+    return {c.name: c.extra["kernels"] for c in result.cases
+            if "kernels" in c.extra and ("attention" in c.params.get("op", "") or "SDPA" in c.params["plan"])}
+
+
+def floors_per_op(result) -> dict:
+    """The atlas's floor for each recorded op (seconds), for figures."""
+    return {(c.params["phase"], c.params["op"]): c.extra["bound_s"] for c in result.cases if "bound_s" in c.extra}
+
+
+def hierarchy_figure(ceiling_result, layer_result):
+    """The hierarchical roofline: three measured read ceilings and the datasheet bf16 peak, with each
+    op of the layer at its compulsory intensity and measured speed (PyTorch's plan)."""
+    import matplotlib.pyplot as plt
+
+    levels = ceilings(ceiling_result)
+    peak = gpu_spec(layer_result.gpu).peak("bf16")
+    fig, ax = plt.subplots(figsize=(8.5, 5))
+    xs = np.logspace(-1.3, 4, 300)
+    for (name, bw), style in zip(levels.items(), ("-", "--", ":")):
+        ax.plot(xs, np.minimum(peak, xs * bw) / 1e12, "k" + style, lw=1,
+                label=f"{name}: measured {bw / 1e12:.1f} TB/s")
+    ax.axhline(peak / 1e12, color="grey", lw=0.8)
+    for phase, marker in (("prefill", "o"), ("decode", "s")):
+        pts = [c for c in layer_result.cases if c.params["phase"] == phase and c.params["plan"] == "PyTorch"]
+        ax.plot([c.flop / c.bytes for c in pts], [c.flop_per_s / 1e12 for c in pts], marker, ls="none",
+                label=f"{phase} ops (PyTorch, measured)")
+        for c in pts:
+            ax.annotate(c.params["op"].split(" (")[0][:18], (c.flop / c.bytes, c.flop_per_s / 1e12), fontsize=6,
+                        textcoords="offset points", xytext=(3, 3))
+    ax.set(xscale="log", yscale="log", xlabel="FLOP per compulsory byte", ylabel="TFLOP/s",
+           title=f"one Llama 3 8B layer on the hierarchical roofline (bf16 peak {peak / 1e12:.0f} TFLOP/s, datasheet)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{ceiling_result.provenance}; {layer_result.provenance}", fontsize=8)
+    fig.tight_layout()
+    return fig
