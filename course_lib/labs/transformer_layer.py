@@ -316,6 +316,8 @@ def decode_byte_rows(result) -> list[dict]:
                      "grouped model MiB": c.extra["floor_bytes"] / MIB,
                      "replicated model MiB": c.extra["replicated_bytes"] / MIB,
                      "read ÷ grouped model": m["dram__bytes_read.sum"] / c.extra["floor_bytes"],
+                     "L1 load requests M": m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] / 1e6,
+                     "L1 sectors M": m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / 1e6,
                      "L1 sectors per request": (m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
                                                 / max(1.0, m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])),
                      "L2 sectors read (from L1) M": m["lts__t_sectors_srcunit_tex_op_read.sum"] / 1e6,
@@ -650,3 +652,36 @@ def hierarchy_figure(ceiling_result, layer_result):
     fig.suptitle(f"{ceiling_result.provenance}; {layer_result.provenance}", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- for the notebook
+
+def atlas_rows(phase: transformer.Phase, gpu: str = "h200", model: str = "Llama 3 8B",
+               replicated_kv: bool = False) -> list[dict]:
+    """The atlas (analytic) of one layer at ``phase``: each op's FLOPs, bytes, intensity, floor and share."""
+    rows = transformer.atlas(MODELS[model], phase, gpu_spec(gpu), "bf16", replicated_kv)
+    shares = transformer.time_shares(rows)
+    return [{"op": r.op.name, "GFLOP": r.op.flop / 1e9, "MB": r.op.bytes / 1e6, "FLOP per byte": r.op.intensity,
+             "floor µs": r.seconds * 1e6, "bound by": r.bound.binding_roof, "share of the floor": share}
+            for r, share in zip(rows, shares)]
+
+
+def decode_loop_source() -> str:
+    """The decode kernel's token loop, from its source: the lane mapping and the running softmax."""
+    from course_lib.core import cuda
+
+    text = cuda.source(decode.FAMILY)
+    start, end = text.index("    // Token pairs:"), text.index("    // Merge the block's")
+    return text[start:end].rstrip()
+
+
+def short_kernel(name: str) -> str:
+    """A profiler kernel name without its template arguments and parameters."""
+    head = name.replace("void ", "").split("(")[0]
+    return (head.split("<")[0] if "<" in head else head)[:70]
+
+
+def decode_kernels(result, batch: int, context: int) -> dict[str, list[str]]:
+    """The kernels each PyTorch plan launched at one size: which SDPA backend ran, and the copies."""
+    return {c.params["plan"]: [short_kernel(k) for k in c.extra["kernels"]] for c in result.cases
+            if c.params["batch"] == batch and c.params["context"] == context and "kernels" in c.extra}

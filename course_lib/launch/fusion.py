@@ -162,6 +162,13 @@ def chain_source(ops: list[PointwiseOp], shapes: tuple[ChainShape, ...] = CHAIN_
     return "".join(parts)
 
 
+def fused_source(ops: list[PointwiseOp], shape: ChainShape = DEFAULT_SHAPE) -> str:
+    """The device functions and the one fused kernel of ``shape``: what a notebook shows of a chain."""
+    src = chain_source(ops, (shape,))
+    head = src[:src.index("\nextern")]
+    return head.rstrip() + "\n" + src[src.index(f"void __launch_bounds__({shape.block}) {shape.kernel}") - len('extern "C" __global__ '):]
+
+
 def compiled_chain(ops: list[PointwiseOp], arch: str | None = None):
     return cuda.compile_generated(chain_source(ops), f"chain_{len(ops)}", arch)
 

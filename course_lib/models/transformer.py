@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, GpuSpec
 from course_lib.core.validate import positives, whole_numbers
+from course_lib.models.memory import sector_count
 from course_lib.models.roofline import RooflineBound, gemm_compulsory_bytes, gemm_flop, time_lower_bound
 
 PHASES = ("prefill", "decode")
@@ -201,3 +202,60 @@ def time_shares(rows: list[AtlasRow]) -> list[float]:
     """Each op's share of the layer's summed floors: where time must go, at the least."""
     total = sum(r.seconds for r in rows)
     return [r.seconds / total for r in rows]
+
+
+# --------------------------------------------------------------------------- the KV cache's lane mapping
+
+KV_LAYOUTS = ("token-major", "dimension-major")
+LANES_PER_TOKEN = 16      # the course's decode kernel: lanes 0-15 one token, 16-31 the next
+DIMS_PER_LANE = 8
+
+
+def kv_warp_loads(layout: str, context: int, token: int = 0, head_dim: int = 128,
+                  dtype: str = "bf16") -> list[tuple[list[int], int]]:
+    """The load instructions one warp issues for one token pair (``token``, ``token`` + 1) of one KV
+    head's K (or V) cache, as the course's decode kernel maps lanes: each as (the 32 lanes' byte
+    addresses from the head's start, bytes a lane loads). Lane l holds dimensions 8·(l mod 16) to
+    8·(l mod 16) + 7 of token ``token`` + l // 16. Token-major ([T, d_h], a token's row contiguous):
+    one 16-byte load a lane. Dimension-major ([d_h, T]): eight 2-byte loads a lane, one dimension each,
+    2·T bytes apart."""
+    if layout not in KV_LAYOUTS:
+        raise ValueError(f"layout must be one of {KV_LAYOUTS}, got {layout!r}")
+    whole_numbers(context=context, head_dim=head_dim)
+    positives(context=context, head_dim=head_dim)
+    if not isinstance(token, int) or isinstance(token, bool):
+        raise ValueError(f"token must be a whole number, got {token!r}")
+    if head_dim != LANES_PER_TOKEN * DIMS_PER_LANE:
+        raise ValueError(f"the lane mapping covers a head of {LANES_PER_TOKEN * DIMS_PER_LANE} dimensions, got {head_dim}")
+    if not 0 <= token < context - 1:
+        raise ValueError(f"a token pair needs token + 1 < context = {context}, got token = {token}")
+    b = int(BYTES_PER_ELEMENT[dtype])
+    lanes = [(token + lane // LANES_PER_TOKEN, DIMS_PER_LANE * (lane % LANES_PER_TOKEN)) for lane in range(32)]
+    if layout == "token-major":
+        return [([(t * head_dim + d0) * b for t, d0 in lanes], DIMS_PER_LANE * b)]
+    return [([((d0 + j) * context + t) * b for t, d0 in lanes], b) for j in range(DIMS_PER_LANE)]
+
+
+@dataclass(frozen=True)
+class KvReadModel:
+    layout: str
+    instructions: int          # load instructions a warp issues for a token pair
+    sectors: int               # 32-byte sectors those instructions touch, summed over instructions
+    useful_bytes: int          # the pair's K (or V) bytes
+
+    @property
+    def sectors_per_instruction(self) -> float:
+        return self.sectors / self.instructions
+
+    @property
+    def fetched_over_useful(self) -> float:
+        """Bytes the L1 must deliver (sectors × 32) over the bytes the math needs."""
+        return self.sectors * 32 / self.useful_bytes
+
+
+def kv_read_model(layout: str, context: int = 8192, head_dim: int = 128, dtype: str = "bf16") -> KvReadModel:
+    """The sector model (notebook 04) of one token pair's K read in ``layout``: instructions, sectors,
+    and sectors delivered per useful byte."""
+    loads = kv_warp_loads(layout, context, 0, head_dim, dtype)
+    sectors = sum(sector_count(addresses, size).n_sectors for addresses, size in loads)
+    return KvReadModel(layout, len(loads), sectors, 2 * head_dim * int(BYTES_PER_ELEMENT[dtype]))

@@ -1,0 +1,78 @@
+"""Notebook 12's pieces that need no GPU: the KV cache's lane mapping against the sector model, the
+decode launcher's checks and splits, the read ceilings' byte counts, the exercise checks (right
+answers accepted, wrong ones rejected) and the recorded results against the atlas."""
+import pytest
+
+from course_lib.exercises import transformer_layer as ex
+from course_lib.launch import decode_attention as decode
+from course_lib.launch.memory_hierarchy import bytes_read
+from course_lib.models import transformer
+
+
+def test_token_major_warp_reads_two_whole_rows_in_sixteen_sectors():
+    (addresses, size), = transformer.kv_warp_loads("token-major", 8192)
+    assert size == 16 and sorted(addresses) == list(range(0, 512, 16))
+    m = transformer.kv_read_model("token-major")
+    assert (m.instructions, m.sectors, m.fetched_over_useful) == (1, 16, 1.0)
+
+
+def test_dimension_major_warp_needs_eight_loads_each_sixteen_sectors():
+    loads = transformer.kv_warp_loads("dimension-major", 1000)
+    assert len(loads) == 8 and all(size == 2 for _, size in loads)
+    first, _ = loads[0]
+    assert first[0] == 0 and first[16] == 2 and first[1] == 8 * 1000 * 2   # token t+1 beside t; next dims 2T apart
+    m = transformer.kv_read_model("dimension-major", 1000)
+    assert (m.sectors_per_instruction, m.fetched_over_useful) == (16.0, 8.0)
+
+
+@pytest.mark.parametrize("bad", [dict(layout="row-major"), dict(context=1), dict(token=-1), dict(head_dim=64)])
+def test_kv_mapping_refuses_what_it_does_not_model(bad):
+    args = dict(layout="token-major", context=4096, token=0, head_dim=128) | bad
+    with pytest.raises(ValueError):
+        transformer.kv_warp_loads(args["layout"], args["context"], args["token"], args["head_dim"])
+
+
+def test_splits_fill_the_gpu_without_tiny_splits():
+    assert decode.splits_for(1, 8, 1024, 132) == 16            # 8 pairs, at least 64 tokens a split
+    assert decode.splits_for(8, 8, 8192, 132) == 9             # 64 pairs x 9 >= 4 x 132
+    assert decode.splits_for(64, 8, 8192, 132) == 2
+    assert decode.splits_for(1, 1, 1, 132) == 1
+    with pytest.raises(ValueError, match="context"):
+        decode.splits_for(1, 8, 0, 132)
+
+
+def test_decode_kernel_choice_names_what_is_built():
+    assert decode.kernel_for(4) == "decode_grouped_g4" and decode.kernel_for(1) == "decode_replicated"
+    with pytest.raises(ValueError, match="group 2"):
+        decode.kernel_for(2)
+    with pytest.raises(ValueError, match="dimension-major"):
+        decode.kernel_for(8, "dimension-major")
+
+
+def test_read_ceiling_bytes():
+    assert bytes_read("per block", 1024, 3, 10) == 30720
+    assert bytes_read("partitioned", 1024, 3, 10) == 3072
+    with pytest.raises(ValueError, match="kind"):
+        bytes_read("strided", 1024, 1, 1)
+
+
+def test_attention_floor_exercise_accepts_the_floor_and_rejects_the_replicated_one():
+    want = ex.attention_floor_s("Llama 3 8B", 16, 16384) * 1e6
+    assert ex.check_attention_floor("Llama 3 8B", 16, 16384, want).correct
+    assert ex.check_attention_floor("Llama 3 8B", 16, 16384, round(want, 1)).correct
+    rep = ex.attention_floor_s("Llama 3 8B", 16, 16384, replicated_kv=True) * 1e6
+    assert rep == pytest.approx(4 * want, rel=0.01)
+    verdict = ex.check_attention_floor("Llama 3 8B", 16, 16384, rep)
+    assert not verdict.correct and "replicated" in verdict
+    for wrong in (None, want / 2, 2 * want, "fast"):
+        assert not ex.check_attention_floor("Llama 3 8B", 16, 16384, wrong).correct
+
+
+def test_compute_bound_batch_exercise():
+    want = ex.compute_bound_batch("Llama 3 8B", "gate and up projections", 4096)
+    assert 150 < want < 300          # about the H200's bf16 ridge in FLOP per byte
+    assert ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, want).correct
+    for wrong in (want - 1, want + 1, 1, float(want), None, True):
+        assert not ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, wrong).correct
+    with pytest.raises(ValueError, match="not a GEMM"):
+        ex.compute_bound_batch("Llama 3 8B", "RoPE on Q and K", 4096)
