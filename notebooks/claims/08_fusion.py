@@ -77,17 +77,29 @@ def compile_over_fused(r, k: int) -> float:
     return compile_us(r, k) / chain_us(r, k, lab.CHAIN_FUSED.label)
 
 
-def compile_faster_by(r) -> tuple:
-    """How much faster torch.compile is than the course's fused kernel from k = 2 to 8: least and most."""
-    s = [1 - compile_over_fused(r, k) for k in r.params["compiled_ks"] if 2 <= k <= 8]
-    return min(s), max(s)
+SHAPE_LOOP, SHAPE_ONE, SHAPE_FOUR, SHAPE_EIGHT = (s.label for s in lab.CHAIN_SHAPES[:2] + lab.CHAIN_SHAPES[3:])
 
 
-def compile_16_flagged_runs(r) -> int:
-    """In how many recorded runs torch.compile's two protocols disagreed at k = 16 (the record's runs,
-    whichever run is checked: the words name the record)."""
-    rec = experiments.replay(CHAINS, experiments.resolve_params(CHAINS))
-    return sum(not compile_case(run, 16).extra["second_protocol"]["agree"] for run in rec.runs())
+def picked(r, k: int) -> str:
+    return next(c for c in r.cases if c.params["k"] == k and c.params["plan"] == lab.CHAIN_FUSED.label).extra["shape"]
+
+
+def loop_behind(r, ks) -> tuple:
+    """How far the grid-stride loop is behind the best shape of the picking pass at ``ks``: least, most."""
+    behind = []
+    for k in ks:
+        us = next(c for c in r.cases if c.params["k"] == k and c.params["plan"] == lab.CHAIN_FUSED.label).extra["shapes_us"]
+        behind.append(us[SHAPE_LOOP] / min(us.values()) - 1)
+    return min(behind), max(behind)
+
+
+def shape_ncu(r, shape: str, what: str) -> float:
+    """One shape's ncu figure at the profiled k: instructions (M), registers, warps resident %, FMA pipe %."""
+    row = next((row for row in lab.shape_profile_rows(r) if row["shape"] == shape), None)
+    if row is None:
+        raise LookupError("this run carries no Nsight Compute metrics for the chain's shapes")
+    return {"inst": row["warp instructions"] / 1e6, "registers": row["registers"],
+            "warps": row["warps resident % of max"], "fma": row["FMA pipe busy %"]}[what]
 
 
 def need_ncu(rows: list, what: str) -> list:
@@ -348,28 +360,24 @@ CLAIMS = [
     Measured("about four times the 60 MiB of L2 the H200 reports", CHAINS,
              lambda r: (r.params["elements"] * FP32 / r.machine["l2_bytes"], r.machine["l2_bytes"] / 2**20),
              [(3.8, 4.6), (59.5, 60.5)]),
-    Measured("the fused kernel runs at about 90% or more of the copy's bandwidth", CHAINS,
-             lambda r: min(1 / fused_over_copy(r, k) for k in memory_bound_ks(r)), (0.88, 1.02), unit="%"),
+    Measured("the fused kernel runs at 100–101% of the copy's bandwidth", CHAINS,
+             lambda r: (min(1 / fused_over_copy(r, k) for k in memory_bound_ks(r)),
+                        max(1 / fused_over_copy(r, k) for k in memory_bound_ks(r))), [(0.995, 1.015)] * 2, unit="%"),
     Measured("it is about k times faster than k launches", CHAINS, speedups_over_k, [(0.85, 1.05), (0.85, 1.05)]),
     Measured('the "target 0.8·k" column is 80% of that ideal; the speedup clears it up to k = 8', CHAINS,
              lambda r: min(speedups_over_k(r)) / 0.8, (1.0, 2.0), unit="×"),
-    Measured("At k = 2 it is slower than at k = 4", CHAINS,
-             lambda r: chain_us(r, 2, lab.CHAIN_FUSED.label) / chain_us(r, 4, lab.CHAIN_FUSED.label), (1.0, 1.2),
-             unit="×"),
     Measured("take k times the copy, one full round trip per op", CHAINS, k_kernels_over_k_copies, (0, 0.05), unit="%"),
     Measured("as two kernels per step, so 8 per op: 8k round trips", CHAINS, eager_kernels_per_op, [(8, 8), (8, 8)]),
     # torch.compile, timed with the adaptive hold and checked by the second protocol (conditions table)
-    Measured("Up to k = 8 it runs within about 1% of the copy (at k = 8, 128–129 µs by either protocol)", CHAINS,
+    Measured("Up to k = 8 Inductor's kernel also runs within about 1% of the copy (at k = 8, 128–129 µs by either protocol)", CHAINS,
              lambda r: (compile_off_copy(r), compile_us(r, 8), blocks_us(compile_case(r, 8))),
              [(0, 0.015), (127.5, 129.5), (127.5, 129.5)]),
-    Measured("so it is as fast as the course's fused kernel at k = 1 and 4–9% faster from k = 2 to 8", CHAINS,
-             lambda r: (compile_over_fused(r, 1), *compile_faster_by(r)),
-             [(0.99, 1.01), (0.035, 0.05), (0.085, 0.095)]),
-    Measured("Past the ridge it stays ahead: about 171 µs against the course kernel's 213 µs at k = 16, about "
-             "290 µs against 339 µs at k = 32", CHAINS,
-             lambda r: (compile_us(r, 16), chain_us(r, 16, lab.CHAIN_FUSED.label),
-                        compile_us(r, 32), chain_us(r, 32, lab.CHAIN_FUSED.label)),
-             [(169.5, 172.5), (211.5, 214.5), (288, 292), (337, 341)], unit=" µs"),
+    Measured("Against the course's fused kernel it takes 0.99–1.01 times as long at every k but one, in every run", CHAINS,
+             lambda r: tuple(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k != 16),
+             [(0.99, 1.015)] * 5, unit="×"),
+    Measured("at k = 16 it takes 1.09–1.10 times as long (about 171 µs against 155–156 µs)", CHAINS,
+             lambda r: (compile_over_fused(r, 16), compile_us(r, 16), chain_us(r, 16, lab.CHAIN_FUSED.label)),
+             [(1.09, 1.10), (169.5, 172.5), (154.5, 156.5)], unit=" µs"),
     # what the old record got wrong: the old record itself, the old harness's code and a diagnostic run
     Given("took 257 µs at k = 8, against the copy's 129 µs, and it "
           "was slower than the course's kernel at k = 8 and k = 32",
@@ -383,26 +391,52 @@ CLAIMS = [
           OLD_RECORD + "; the kernel's 129 µs: the current record's k = 8 time (127.9–128.8 µs held, "
           "128.0–128.7 µs back to back)"),
     Given("did not change the time in that diagnostic (128.4 µs before and after)", DIAGNOSTIC),
-    Measured("At k = 16 the two protocols differ by about 3% (171 µs held, 166 µs back to back)", CHAINS,
+    Measured("At k = 16 the two protocols differ by 2–3% (171 µs held, 166–167 µs back to back), inside the "
+             "harness's 3% in every run here", CHAINS,
              lambda r: (compile_case(r, 16).extra["second_protocol"]["ratio"] - 1, compile_us(r, 16),
-                        blocks_us(compile_case(r, 16))),
-             [(0.029, 0.036), (169.5, 172.5), (165, 167.5)]),
-    Recorded("flagged in two of the three recorded runs", CHAINS, compile_16_flagged_runs, (2, 2)),
+                        blocks_us(compile_case(r, 16)), float(compile_case(r, 16).extra["second_protocol"]["agree"])),
+             [(0.02, 0.03), (169.5, 172.5), (165.5, 167.5), (1, 1)]),
     Measured("The ridge predicts the turn at k ≈ 14–17", CHAINS,
              lambda r: (lab.compute_bound_k(r)["analytic k (datasheet fp32 peak and HBM bandwidth)"],
                         lab.compute_bound_k(r)["analytic k (datasheet peak, measured copy bandwidth)"]),
              [(14, 14), (17, 17)]),
-    Measured("at k = 12 (12 FLOP per byte) the fused kernel already takes about 1.4 times the copy", CHAINS,
-             lambda r: fused_over_copy(r, 12), (1.35, 1.45), unit="×"),
-    Measured("By k = 32 the chain is clearly compute-bound, at about three quarters of the fp32 peak", CHAINS,
-             fp32_share_at_32, (0.70, 0.80), unit="%"),
-    Measured("Inductor's kernel does the same arithmetic in about 1.3 times the copy at k = 16, where the course's "
-             "takes about 1.7, and at k = 32 runs at about 88% of the fp32 peak", CHAINS,
-             lambda r: (compile_us(r, 16) / chain_us(r, 16, lab.COPY.label), fused_over_copy(r, 16),
-                        compile_case(r, 32).flop_per_s / gpu_spec(r.gpu).peak("fp32")),
-             [(1.28, 1.37), (1.62, 1.72), (0.875, 0.895)]),
-    Measured("For the course's chain the turn is at about 12 ops", CHAINS,
-             lambda r: lab.compute_bound_k(r)["measured k"], (11, 13)),
+    Measured("at k = 12 (12 FLOP per byte) the fused kernel takes 1.04–1.05 times the copy, and the first k at 1.2 "
+             "times the copy or more is k = 16", CHAINS,
+             lambda r: (fused_over_copy(r, 12), lab.compute_bound_k(r)["measured k"]), [(1.035, 1.05), (16, 16)],
+             unit="×"),
+    Measured("at k = 16 the kernel takes 1.20–1.22 times the copy", CHAINS, lambda r: fused_over_copy(r, 16),
+             (1.195, 1.225), unit="×"),
+    Measured("By k = 32 the chain is clearly compute-bound, at about 88% of the fp32 peak, as is Inductor's kernel", CHAINS,
+             lambda r: (fp32_share_at_32(r), compile_case(r, 32).flop_per_s / gpu_spec(r.gpu).peak("fp32")),
+             [(0.875, 0.895), (0.875, 0.895)], unit="%"),
+    Measured("Inductor's kernel, in its one shape, takes 1.32–1.33 times the copy at k = 16", CHAINS,
+             lambda r: compile_us(r, 16) / chain_us(r, 16, lab.COPY.label), (1.315, 1.335), unit="×"),
+    Measured("For the course's chain the turn is at about 16 ops", CHAINS,
+             lambda r: lab.compute_bound_k(r)["measured k"], (16, 16)),
+    # the shapes of the fused kernel (shape_rows, shape_profile_rows)
+    Measured("2–5% behind the best shape up to k = 2, 6–9% at k = 4 and 8, and 17–38% past k = 8", CHAINS,
+             lambda r: loop_behind(r, (1, 2)) + loop_behind(r, (4, 8)) + loop_behind(r, (12, 16, 24, 32)),
+             [(0.02, 0.05), (0.02, 0.05), (0.055, 0.09), (0.055, 0.09), (0.165, 0.38), (0.165, 0.38)], unit="%"),
+    Measured("The loop issues about 170 M warp instructions where the same one-float4 shape without the loop issues "
+             "about 160 M", CHAINS, lambda r: (shape_ncu(r, SHAPE_LOOP, "inst"), shape_ncu(r, SHAPE_ONE, "inst")),
+             [(169, 171), (159, 161)]),
+    Measured("Its 40 registers also leave room for only 65–67% of the warps an SM can hold, against 93–94% for the "
+             "32-register shape without the loop", CHAINS,
+             lambda r: (shape_ncu(r, SHAPE_LOOP, "registers"), shape_ncu(r, SHAPE_LOOP, "warps"), shape_ncu(r, SHAPE_ONE, "warps"),
+                        shape_ncu(r, SHAPE_ONE, "registers")),
+             [(40, 40), (64.5, 67), (92.5, 94), (32, 32)], unit="%"),
+    Measured("Eight a thread cut the instructions to about 139 M and put 128 bytes of loads in flight", CHAINS,
+             lambda r: (shape_ncu(r, SHAPE_EIGHT, "inst"), 8 * 16), [(138, 140), (128, 128)]),
+    Measured("The FMA pipe is then busy about 91% of the time, against about 64% for the loop, although only 47–48% of "
+             "the warps fit (56 registers)", CHAINS,
+             lambda r: (shape_ncu(r, SHAPE_EIGHT, "fma"), shape_ncu(r, SHAPE_LOOP, "fma"), shape_ncu(r, SHAPE_EIGHT, "warps"),
+                        shape_ncu(r, SHAPE_EIGHT, "registers")),
+             [(89.5, 91.5), (63, 65), (46.5, 48.5), (56, 56)], unit="%"),
+    Measured("Far past the ridge (k = 24 and 32) four a thread win", CHAINS,
+             lambda r: tuple(float(picked(r, k) == SHAPE_FOUR) for k in (24, 32)), [(1, 1), (1, 1)]),
+    Given("its kernel for this chain was a program of 1,024 elements on 4 warps",
+          "Inductor's generated code for the chain at k = 2 to 32 (torch._inductor.utils.run_and_get_code) in a "
+          "diagnostic run on the H200, 2026-12-02: XBLOCK = 1024 (autotuned, autotune_pointwise), 4 warps"),
     Measured("to within about 5% (the writes counted come in about 9% low; the reads match to the megabyte)", CHAINS,
              dram, [(0.94, 1.0), (0.89, 0.93), (0, 1.0)]),
 
@@ -480,10 +514,10 @@ CLAIMS = [
                         over_same_stores(r, S256, lab.RESIDUAL_STAGED) - over(r, S256, lab.RESIDUAL_FUSED),
                         -over(r, S256, lab.PLAIN_STAGED)),
              [(0.0, 1.0), (0.0, 1.0), (0.155, 0.175)], unit="%"),
-    Measured("by 0.7–0.9 µs in both runs here, a difference of under 0.5%", EPI,
+    Measured("by 0.7–1.0 µs in every run here, a difference of under 0.5%", EPI,
              lambda r: (epi_us(r, S4096, lab.GELU_STAGED) - epi_us(r, S4096, lab.RESIDUAL_STAGED),
                         epi_us(r, S4096, lab.GELU_STAGED) / epi_us(r, S4096, lab.RESIDUAL_STAGED) - 1),
-             [(0.65, 0.95), (0.0, 0.005)]),
+             [(0.65, 1.05), (0.0, 0.005)]),
     Measured("the fused GEMM with 16-byte stores costs under 1%", EPI, lambda r: over(r, S4096, lab.RESIDUAL_STAGED),
              (0.0, 0.01), unit="%"),
     Measured("Its cost over the plain GEMM is about 2.1 to 2.5 times the hardware-tanh epilogue's, and in both runs "
@@ -501,7 +535,7 @@ CLAIMS = [
              lambda r: over(r, S4096, lab.TORCH_COMPILE, lab.CUBLAS), (0.145, 0.16), unit="%"),
     Measured("That is 27–28 µs more than the GEMM alone", EPI,
              lambda r: epi_us(r, S4096, lab.TORCH_COMPILE) - epi_us(r, S4096, lab.CUBLAS), (26.5, 28.2), unit=" µs"),
-    Measured("At 4096³ the two protocols agree for every reference; at the smaller K two of them differ by 3–8%", EPI,
+    Measured("At 4096³ the two protocols agree for every reference; at the smaller K two of them differ by 3–9%", EPI,
              lambda r: (len(epi_reference_disagreement(r, [S4096])),
                         len(epi_reference_disagreement(r, [S1024, S256])),
                         min(epi_reference_disagreement(r, [S1024, S256])),
@@ -509,7 +543,7 @@ CLAIMS = [
                         float(all("second_protocol" not in c.extra or c.extra["second_protocol"]["agree"]
                                   or (c.params["shape"], c.params["plan"]) in
                                   [(S1024, lab.TORCH_COMPILE.label), (S256, lab.CUBLAS.label)] for c in r.cases))),
-             [(0, 0), (2, 2), (0.03, 0.08), (0.03, 0.08), (1, 1)]),
+             [(0, 0), (2, 2), (0.03, 0.09), (0.03, 0.09), (1, 1)]),
     Measured("(the course's separate pass over those bytes takes 26–28 µs)", EPI,
              lambda r: (min(epi_us(r, s, lab.PASS_ALONE) for s in r.params["shapes"]),
                         max(epi_us(r, s, lab.PASS_ALONE) for s in r.params["shapes"])),
@@ -544,18 +578,18 @@ CLAIMS = [
              [(0.97, 1.03), (1.005, 1.2)], unit="×"),
     Measured("The two-kernel plans sit between about half and two thirds of the copy", RED, two_pass_range,
              [(0.45, 0.55), (0.60, 0.70)], unit="%"),
-    Measured("Across the three recorded runs and the live run shown, no figure moved by more than 3 points of the "
-             "copy, and most by under one; the half-shared RMSNorm below moved most", RED, most_moving,
-             [(0, 3.0), (0.5, 1.0), (1, 1)]),
+    Measured("Across the three recorded runs and the live run shown, no figure moved by more than 4 points of the "
+             "copy, and most by under one", RED, lambda r: most_moving(r)[:2], [(0, 4.0), (0.5, 1.0)]),
+    Recorded("the half-shared RMSNorm below moved most in the recorded runs", RED, lambda r: most_moving(r)[2], (1, 1)),
     Measured("At 32k the one-pass kernels drop to about 84% (softmax) and 82.5% (RMSNorm) of the copy", RED,
              lambda r: (of_copy(r, "softmax", 32768, ONE), of_copy(r, "rmsnorm", 32768, ONE)),
              [(0.835, 0.8455), (0.82, 0.83)], unit="%"),
     Measured("It helped softmax at 32k by one to two points (85–86% against 84–84.5%) and left RMSNorm within about "
-             "1.5 points of where it was (81.5–82% against 82.5%)", RED,
+             "1.5 points of where it was (81.5–83% against 82.5%)", RED,
              lambda r: (points(r, "softmax", 32768, SPLIT, ONE), of_copy(r, "softmax", 32768, SPLIT),
                         of_copy(r, "softmax", 32768, ONE), points(r, "rmsnorm", 32768, SPLIT, ONE),
                         of_copy(r, "rmsnorm", 32768, SPLIT), of_copy(r, "rmsnorm", 32768, ONE)),
-             [(0.5, 2.5), (0.845, 0.865), (0.8375, 0.8455), (-1.5, 1.5), (0.81, 0.8225), (0.82, 0.83)]),
+             [(0.5, 2.5), (0.845, 0.865), (0.8375, 0.8455), (-1.5, 1.5), (0.81, 0.8275), (0.82, 0.83)]),
     Measured("there the split is slower than the one-pass kernel: by five points for softmax and ten for RMSNorm", RED,
              lambda r: tuple(points(r, op, 16384, ONE, SPLIT) for op in ("softmax", "rmsnorm")),
              [(4, 6), (9, 11)], unit=" points"),
@@ -564,30 +598,30 @@ CLAIMS = [
              lambda r: (of_copy(r, "rmsnorm", 32768, PREFETCH), of_copy(r, "rmsnorm", 32768, ONE),
                         points(r, "rmsnorm", 32768, ONE, PREFETCH), points(r, "rmsnorm", 16384, ONE, PREFETCH)),
              [(0.81, 0.8275), (0.82, 0.83), (0.0, 1.5), (5.5, 6.6)]),
-    Measured("This plan reached 94.5–95% (softmax) and 88–91% (RMSNorm, a figure that moved between runs) of the "
+    Measured("This plan reached 94.5–95% (softmax) and 88–91.5% (RMSNorm, a figure that moved between runs) of the "
              "copy at 32k, against about 84% and 82.5% for the one-pass kernels", RED,
              lambda r: (of_copy(r, "softmax", 32768, HALF), of_copy(r, "rmsnorm", 32768, HALF),
                         of_copy(r, "softmax", 32768, ONE), of_copy(r, "rmsnorm", 32768, ONE)),
-             [(0.944, 0.9505), (0.875, 0.91), (0.835, 0.8455), (0.82, 0.83)], unit="%"),
-    Measured("Held to one block per SM, the same kernel fell back (86–87% and 76.5–77%). So most of the gain is the "
+             [(0.944, 0.9505), (0.875, 0.915), (0.835, 0.8455), (0.82, 0.83)], unit="%"),
+    Measured("Held to one block per SM, the same kernel fell back (86–87% and 76.5–77.5%). So most of the gain is the "
              "second block's", RED,
              lambda r: (of_copy(r, "softmax", 32768, HALF_ONE), of_copy(r, "rmsnorm", 32768, HALF_ONE),
                         second_block_share(r, "softmax"), second_block_share(r, "rmsnorm")),
-             [(0.855, 0.87), (0.764, 0.7725), (0.6, 3.0), (0.6, 3.0)]),
-    Measured("It reached 86–87% (softmax) and 76.5–77% (RMSNorm) at 32k", RED,
+             [(0.855, 0.87), (0.764, 0.7755), (0.6, 3.0), (0.6, 3.0)]),
+    Measured("It reached 86–87% (softmax) and 76.5–77.5% (RMSNorm) at 32k", RED,
              lambda r: (of_copy(r, "softmax", 32768, HALF_ONE), of_copy(r, "rmsnorm", 32768, HALF_ONE)),
-             [(0.855, 0.87), (0.764, 0.7725)], unit="%"),
+             [(0.855, 0.87), (0.764, 0.7755)], unit="%"),
     Measured("So the second block per SM is worth 8–9 points to softmax and 11–14 to RMSNorm", RED,
              lambda r: (points(r, "softmax", 32768, HALF, HALF_ONE), points(r, "rmsnorm", 32768, HALF, HALF_ONE)),
              [(7.9, 9.1), (11.0, 14.0)], unit=" points"),
-    Measured("gave softmax 2–3 points over the one-pass kernel and cost RMSNorm about 6", RED,
+    Measured("gave softmax 2–3 points over the one-pass kernel and cost RMSNorm about 5–6", RED,
              lambda r: (points(r, "softmax", 32768, HALF_ONE, ONE), points(r, "rmsnorm", 32768, ONE, HALF_ONE)),
-             [(1.85, 3.0), (5.45, 6.5)], unit=" points"),
+             [(1.85, 3.0), (5.1, 6.5)], unit=" points"),
     Measured("two independently scheduled whole rows per SM recover about four fifths for softmax and, for RMSNorm, "
-             "between about a third and a little over a half (35–55%), depending on the run; one block with its next row prefetched recovers "
+             "between about a third and three fifths (35–59%), depending on the run; one block with its next row prefetched recovers "
              "none", RED,
              lambda r: (recovered(r, "softmax"), recovered(r, "rmsnorm"), points(r, "rmsnorm", 32768, PREFETCH, ONE)),
-             [(0.75, 0.85), (0.345, 0.555), (-10, 0)]),
+             [(0.75, 0.85), (0.345, 0.595), (-10, 0)]),
     Measured("and gains nothing: it costs softmax under a point and RMSNorm about 7–8", RED,
              lambda r: (points(r, "softmax", 16384, ONE, HALF), points(r, "rmsnorm", 16384, ONE, HALF)),
              [(0.0, 1.0), (6.5, 8.05)], unit=" points"),
@@ -664,15 +698,16 @@ CLAIMS = [
     Measured("a software tanh made it slower than a separate pass at every K", EPI,
              tanhf_over_pass,
              (1.0, 2.0), unit="×"),
-    Measured("won back about four fifths of what softmax lost at 32k and between a third and a little over a half of "
-             "what RMSNorm lost; held to one block per SM, the same kernel kept little of that gain or none", RED,
+    Measured("won back about four fifths of what softmax lost at 32k and between a third and three fifths of what RMSNorm lost; held to one block per SM, the same kernel kept little of that gain or none", RED,
              lambda r: (recovered(r, "softmax"), recovered(r, "rmsnorm"),
                         control_recovered(r, "softmax"), control_recovered(r, "rmsnorm")),
-             [(0.75, 0.85), (0.33, 0.56), (0.0, 0.25), (-1.0, 0.0)]),
-    Measured("Timed properly, Inductor's kernel beat the course's fused one at every chain length measured from "
-             "k = 2 up", CHAINS,
-             lambda r: max(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k >= 2), (0.5, 0.99),
-             unit="×"),
+             [(0.75, 0.85), (0.33, 0.6), (0.0, 0.25), (-1.0, 0.0)]),
+    Measured("Timed properly, Inductor's kernel and the course's fused one, in the shape its generator picks, are within "
+             "1% of each other at every chain length measured but k = 16, where the course's is 9–10% faster", CHAINS,
+             lambda r: (min(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k != 16),
+                        max(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k != 16),
+                        compile_over_fused(r, 16) - 1),
+             [(0.99, 1.015), (0.99, 1.015), (0.09, 0.10)], unit="%"),
     Given("once made Inductor's chain kernel look twice as slow as it is",
           OLD_RECORD + "; against the current record's 127.9–128.8 µs at k = 8"),
     Measured("hand back part of the saved bytes at 64k, and all of them, with interest, at 128k", RED,
