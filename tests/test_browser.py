@@ -469,6 +469,10 @@ CALCULATORS = [
     CalculatorCase(id="10_hopper_tile", notebook="10_hopper_gemm.ipynb", anchor="consumer warpgroups",
                    move=typed("stages", 3), screenshot="hopper_tile_calculator.png",
                    model=hopper_model, scenario=hopper_scenario, impossible=typed("stages", 5)),
+    # batch 0 is no phase at all: the atlas answers with a message.
+    CalculatorCase(id="12_layer_atlas", notebook="12_transformer_layer.ipynb",
+                   anchor="tokens (prefill) / KV length (decode)", move=typed("batch", 64),
+                   screenshot="layer_atlas_calculator.png", impossible=typed("batch", 0)),
 ]
 
 # The tiny notebook of the smoke test: the widget on its own, outside any lesson notebook.

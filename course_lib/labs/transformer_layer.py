@@ -480,7 +480,7 @@ def _time_layer(layer: _Layer, samples: int, compile_layer: bool) -> dict:
     want = layer.forward(x)
     if not torch.allclose(static_out.float(), want.float(), rtol=0, atol=1e-2 * float(want.abs().max())):
         raise AssertionError("the CUDA graph of the layer does not reproduce the eager layer")
-    out[LAYER_GRAPH] = (benchmark(graph.replay, samples), ["one graph launch"])
+    out[LAYER_GRAPH] = (benchmark(graph.replay, samples, reference=True), ["one graph launch"])
     if compile_layer:
         try:
             compiled = torch.compile(layer.forward, dynamic=False)

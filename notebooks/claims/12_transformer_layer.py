@@ -1,0 +1,244 @@
+"""Claims of 12_transformer_layer's prose (see course_lib.measure.claims): each is checked against the
+record and against the live run committed with the notebook. Where the runs differ, the words give
+the range over them, and ``within`` is that range."""
+from course_lib.core.hardware import spec
+from course_lib.labs import transformer_layer as lab
+from course_lib.launch import hopper_gemm
+from course_lib.measure.claims import Analytic, Given, Measured
+from course_lib.models import transformer
+
+MEM, DEC, OPS = "layer.memory_ceilings", "layer.decode_attention", "layer.ops"
+H200 = spec("h200")
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def shares(phase, kinds=None, names=None) -> float:
+    rows = transformer.atlas(transformer.LLAMA3_8B, phase, H200)
+    return sum(share for row, share in zip(rows, transformer.time_shares(rows))
+               if (kinds is None or row.op.kind in kinds) and (names is None or row.op.name in names))
+
+
+PREFILL, DECODE = transformer.prefill(1, 4096), transformer.decode(16, 8192)
+
+
+# --------------------------------------------------------------------------- ceilings
+
+def level(r, name) -> float:
+    return lab.ceilings(r)[name] / 1e12
+
+
+def partitioned_bw(r, set_bytes) -> float:
+    return next(c for c in r.cases if c.params["kind"] == "partitioned"
+                and c.params["set_bytes"] == set_bytes).bandwidth_bytes_per_s
+
+
+# --------------------------------------------------------------------------- decode attention
+
+def over_floor(r, plan, sizes=None) -> tuple:
+    """(least, most) of a plan's time over one read of the cache, over ``sizes`` (batch, context) or all."""
+    cases = lab._decode_by(r)
+    pairs = sorted({(c.params["batch"], c.params["context"]) for c in r.cases})
+    xs = [cases[(b, t, plan)].median_s / cases[(b, t, lab.CACHE_READ)].median_s
+          for b, t in pairs if sizes is None or (b, t) in sizes]
+    return min(xs), max(xs)
+
+
+def dm_over_grouped(r) -> tuple:
+    cases = lab._decode_by(r)
+    pairs = sorted({(c.params["batch"], c.params["context"]) for c in r.cases})
+    xs = [cases[(b, t, lab.DIM_MAJOR)].median_s / cases[(b, t, lab.GROUPED)].median_s for b, t in pairs]
+    return min(xs), max(xs)
+
+
+def decode_us(r, batch, context, plan) -> float:
+    return lab._decode_by(r)[(batch, context, plan)].median_s * 1e6
+
+
+def ncu(r, plan, metric) -> float:
+    c = next((c for c in r.cases if c.params["plan"] == plan and "ncu" in c.extra), None)
+    if c is None:
+        raise LookupError("this run carries no Nsight Compute metrics for the decode kernels")
+    m = c.extra["ncu"]
+    return {"dram/model": m["dram__bytes_read.sum"] / c.extra["floor_bytes"],
+            "dram %": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+            "issue %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+            "requests": m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
+            "sectors": m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"],
+            "l2 sectors": m["lts__t_sectors_srcunit_tex_op_read.sum"]}[metric]
+
+
+BIG = [(8, 8192), (8, 32768), (32, 8192), (32, 32768)]
+
+
+# --------------------------------------------------------------------------- the layer
+
+def op_case(r, phase, op, plan="PyTorch"):
+    return next(c for c in r.cases if c.params["phase"] == phase and c.params["op"] == op and c.params["plan"] == plan)
+
+
+def over_bound(r, phase, op) -> float:
+    c = op_case(r, phase, op)
+    return c.median_s / c.extra["bound_s"]
+
+
+def op_share(r, phase, *ops) -> float:
+    torch_ops = [c for c in r.cases if c.params["phase"] == phase and c.params["op"] != "layer"
+                 and c.params["plan"] == "PyTorch"]
+    return sum(c.median_s for c in torch_ops if c.params["op"] in ops) / sum(c.median_s for c in torch_ops)
+
+
+GEMMS = ["Q, K, V projection", "output projection", "gate and up projections", "down projection"]
+COURSE_GEMM = "course GEMM (notebook 10, rung 5)"
+
+
+def course_over_cublas(r, phase) -> tuple:
+    xs = [op_case(r, phase, op, COURSE_GEMM).median_s / op_case(r, phase, op).median_s for op in GEMMS]
+    return min(xs), max(xs)
+
+
+def layer(r, phase, plan) -> "object":
+    return next(c for c in r.cases if c.params["phase"] == phase and c.params["op"] == "layer"
+                and c.params["plan"] == plan)
+
+
+def layer_over_floor(r, phase, plan) -> float:
+    c = layer(r, phase, plan)
+    return c.median_s / c.extra["bound_s"]
+
+
+def all_layer_over_floor(r) -> tuple:
+    xs = [layer_over_floor(r, ph, plan) for ph in ("prefill", "decode")
+          for plan in (lab.LAYER_EAGER, lab.LAYER_GRAPH, lab.LAYER_COMPILED)]
+    return min(xs), max(xs)
+
+
+ATT = "attention (grouped K and V)"
+
+CLAIMS = [
+    # the atlas
+    Analytic("At prefill the four projections are compute-bound and take 86% of the floor",
+             lambda: shares(PREFILL, kinds=("gemm",)), (0.855, 0.865), unit="%"),
+    Analytic("a bf16 ridge near 206", lambda: H200.peak("bf16") / H200.hbm_bandwidth_bytes_per_s, (205.5, 206.5)),
+    Analytic("and takes 55% of the decode floor", lambda: shares(DECODE, names=(ATT,)), (0.545, 0.555), unit="%"),
+
+    # the ceilings
+    Measured("L1 at about 31 TB/s (all 132 SMs reading their own copy)", MEM,
+             lambda r: (level(r, "L1"), r.machine["sm_count"]), [(30.5, 31.5), (132, 132)], unit=" TB/s"),
+    Measured("L2 at 23–24 TB/s for sets of 16 to 32 MiB", MEM,
+             lambda r: (level(r, "L2"), partitioned_bw(r, 16 * MIB) / 1e12, partitioned_bw(r, 32 * MIB) / 1e12),
+             [(23.0, 24.2)] * 3, unit=" TB/s"),
+    Measured("HBM at 4.4–4.5 TB/s once the set is well past the 60 MiB L2", MEM,
+             lambda r: (level(r, "HBM"), r.machine["l2_bytes"] / MIB), [(4.4, 4.55), (60, 60)], unit=" TB/s"),
+    Measured("At 48 and 64 MiB the set is still under the 60 MiB the device reports, yet the bandwidth falls", MEM,
+             lambda r: (partitioned_bw(r, 48 * MIB) / partitioned_bw(r, 32 * MIB),
+                        partitioned_bw(r, 64 * MIB) / partitioned_bw(r, 32 * MIB)), [(0.5, 0.95), (0.3, 0.8)]),
+    Measured("At 1 MiB the L2 figure is low for another reason", MEM,
+             lambda r: partitioned_bw(r, MIB) / lab.ceilings(r)["L2"], (0.1, 0.5)),
+    Analytic("270,336 threads share a set of 65,536 16-byte words",
+             lambda: (132 * 8 * 256, MIB // 16), [(270336, 270336), (65536, 65536)]),
+    Measured("The HBM ceiling is 93–94% of the datasheet's 4.8 TB/s", MEM,
+             lambda r: lab.ceilings(r)["HBM"] / H200.hbm_bandwidth_bytes_per_s, (0.925, 0.947), unit="%"),
+    Given("the datasheet's 4.8 TB/s", "NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e (course_lib.core.hardware)"),
+
+    # decode attention
+    Measured("takes 0.98–1.08 times one read of the cache at batch 8 and 32 over 8,192 tokens or more", DEC,
+             lambda r: over_floor(r, lab.SDPA_GQA, BIG), [(0.98, 1.085)] * 2, unit="×"),
+    Measured("At batch 32 it is up to 1.5% *faster* than the read kernel", DEC,
+             lambda r: over_floor(r, lab.SDPA_GQA, [(32, 8192), (32, 32768)]), [(0.984, 1.0)] * 2, unit="×"),
+    Measured("every plan takes at least 10 µs", DEC,
+             lambda r: min(decode_us(r, 1, 1024, p) for p in lab.DECODE_PLANS[1:]), (10.0, 40.0), unit=" µs"),
+    Measured("takes 8–22 times the floor", DEC, lambda r: over_floor(r, lab.SDPA_EXPANDED), [(7.9, 22.5)] * 2,
+             unit="×"),
+    Measured("**The course's grouped kernel** takes 2.1–3.4 times the floor at every size", DEC,
+             lambda r: over_floor(r, lab.GROUPED), [(2.05, 3.45)] * 2, unit="×"),
+    Measured("reads four times the bytes but takes only 3.1–4.2 times the floor, and at one sequence of 1,024 tokens "
+             "it is even faster than the grouped one", DEC,
+             lambda r: over_floor(r, lab.REPLICATED) + (decode_us(r, 1, 1024, lab.REPLICATED)
+                                                         / decode_us(r, 1, 1024, lab.GROUPED),),
+             [(3.05, 4.2), (3.05, 4.2), (0.85, 0.999)], unit="×"),
+    Measured("costs the grouped kernel another 1.4–3.2 times: 4.8–8.1 times the floor", DEC,
+             lambda r: dm_over_grouped(r) + over_floor(r, lab.DIM_MAJOR),
+             [(1.38, 3.2), (1.38, 3.2), (4.75, 8.15), (4.75, 8.15)], unit="×"),
+    Measured("The grouped kernel reads 1.004 times the grouped model's bytes", DEC,
+             lambda r: ncu(r, lab.GROUPED, "dram/model"), (1.0, 1.01), unit="×"),
+    Measured("The replicated kernel reads 4.0 times them", DEC,
+             lambda r: ncu(r, lab.REPLICATED, "dram/model"), (3.98, 4.02), unit="×"),
+    Measured("The grouped kernel keeps the DRAM only 34% busy and uses only 47% of its issue slots", DEC,
+             lambda r: (ncu(r, lab.GROUPED, "dram %") / 100, ncu(r, lab.GROUPED, "issue %") / 100),
+             [(0.335, 0.347), (0.465, 0.475)], unit="%"),
+    Measured("keeps the DRAM 91–92% busy", DEC, lambda r: ncu(r, lab.REPLICATED, "dram %") / 100, (0.905, 0.925),
+             unit="%"),
+    Measured("Both layouts take about 15–16 sectors a request", DEC,
+             lambda r: tuple(ncu(r, p, "sectors") / ncu(r, p, "requests") for p in (lab.GROUPED, lab.DIM_MAJOR)),
+             [(14.5, 16.0)] * 2),
+    Measured("The dimension-major kernel issues 7.4 times the load requests (4.24 M against 0.57 M) and moves 7.9 "
+             "times the L1 sectors (67.2 M against 8.5 M)", DEC,
+             lambda r: (ncu(r, lab.DIM_MAJOR, "requests") / ncu(r, lab.GROUPED, "requests"),
+                        ncu(r, lab.DIM_MAJOR, "requests") / 1e6, ncu(r, lab.GROUPED, "requests") / 1e6,
+                        ncu(r, lab.DIM_MAJOR, "sectors") / ncu(r, lab.GROUPED, "sectors"),
+                        ncu(r, lab.DIM_MAJOR, "sectors") / 1e6, ncu(r, lab.GROUPED, "sectors") / 1e6),
+             [(7.35, 7.45), (4.23, 4.25), (0.565, 0.575), (7.85, 7.95), (67.1, 67.3), (8.45, 8.55)], unit="×"),
+    Analytic("where the model says 8", lambda: transformer.kv_read_model("dimension-major").fetched_over_useful,
+             (8, 8)),
+    Measured("Its DRAM bytes are only 1.019 times the grouped model's", DEC,
+             lambda r: ncu(r, lab.DIM_MAJOR, "dram/model"), (1.01, 1.03), unit="×"),
+    Measured("only 12.2 M sectors reach the L2, against 8.4 M for the token-major cache", DEC,
+             lambda r: (ncu(r, lab.DIM_MAJOR, "l2 sectors") / 1e6, ncu(r, lab.GROUPED, "l2 sectors") / 1e6),
+             [(12.1, 12.3), (8.38, 8.48)]),
+
+    # the layer, op by op
+    Measured("At **prefill** the projections run at 1.22–1.31 times their compute floor", OPS,
+             lambda r: tuple(over_bound(r, "prefill", op) for op in GEMMS), [(1.22, 1.315)] * 4, unit="×"),
+    Measured("the gate and up projection alone takes 38–39% of the ops' time", OPS,
+             lambda r: op_share(r, "prefill", "gate and up projections"), (0.375, 0.395), unit="%"),
+    Measured("RoPE takes 15 times its floor in 10 kernels", OPS,
+             lambda r: (over_bound(r, "prefill", "RoPE on Q and K"),
+                        len(op_case(r, "prefill", "RoPE on Q and K").extra["kernels"])), [(14.5, 15.5), (10, 10)],
+             unit="×"),
+    Measured("SiLU · up 4.3–4.8 times", OPS, lambda r: over_bound(r, "prefill", "SiLU(gate) · up"), (4.25, 4.8),
+             unit="×"),
+    Measured("Together they take 17–19% of the prefill's op time", OPS,
+             lambda r: op_share(r, "prefill", "RoPE on Q and K", "SiLU(gate) · up"), (0.17, 0.19), unit="%"),
+    Analytic("against 4% of its floor", lambda: shares(PREFILL, names=("RoPE on Q and K", "SiLU(gate) · up")),
+             (0.04, 0.045), unit="%"),
+    Measured("Attention, compute-bound at 4,096 tokens, runs at 1.9 times its floor", OPS,
+             lambda r: over_bound(r, "prefill", ATT), (1.88, 1.95), unit="×"),
+    Measured("At **decode** attention takes 43% of the ops' time at 1.21 times its floor", OPS,
+             lambda r: (op_share(r, "decode", ATT), over_bound(r, "decode", ATT)), [(0.425, 0.44), (1.2, 1.22)]),
+    Measured("and the four projections 1.2–1.7 times theirs", OPS,
+             lambda r: tuple(over_bound(r, "decode", op) for op in GEMMS), [(1.2, 1.7)] * 4, unit="×"),
+    Measured("The persistent GEMM rung runs 1.06–1.13 times cuBLAS's time at prefill", OPS,
+             lambda r: course_over_cublas(r, "prefill"), [(1.055, 1.13)] * 2, unit="×"),
+    Measured("At decode it takes 1.3–4.2 times cuBLAS's time", OPS, lambda r: course_over_cublas(r, "decode"),
+             [(1.29, 4.21)] * 2, unit="×"),
+    Analytic("With M = 16 its 128 × 256 tile leaves 112 of every 128 rows empty, and the Q, K, V projection has 24 "
+             "output tiles for 132 SMs",
+             lambda: (hopper_gemm.rung(5).tile[0] - 16, hopper_gemm.output_tiles(hopper_gemm.rung(5), 16, 6144)),
+             [(112, 112), (24, 24)]),
+    Measured("The course's decode attention takes 2.5–2.6 times SDPA's time", OPS,
+             lambda r: op_case(r, "decode", ATT, "course decode attention (grouped)").median_s
+             / op_case(r, "decode", ATT).median_s, (2.5, 2.6), unit="×"),
+
+    # the layer end to end
+    Measured("Eager PyTorch runs the layer at 1.53 times the atlas floor at prefill and 1.56–1.57 times at decode",
+             OPS, lambda r: (layer_over_floor(r, "prefill", lab.LAYER_EAGER), layer_over_floor(r, "decode", lab.LAYER_EAGER)),
+             [(1.52, 1.54), (1.555, 1.58)], unit="×"),
+    Measured("One CUDA graph of the same kernels saves 22–25 µs at decode (296 µs against 318–321 µs)", OPS,
+             lambda r: ((layer(r, "decode", lab.LAYER_EAGER).median_s - layer(r, "decode", lab.LAYER_GRAPH).median_s) * 1e6,
+                        layer(r, "decode", lab.LAYER_GRAPH).median_s * 1e6, layer(r, "decode", lab.LAYER_EAGER).median_s * 1e6),
+             [(21.5, 25.5), (295.5, 296.5), (317.5, 321.5)], unit=" µs"),
+    Measured("the gaps between 25 launches", OPS, lambda r: layer(r, "decode", lab.LAYER_EAGER).extra["kernels_launched"],
+             (25, 25)),
+    Measured("At prefill, where the kernels are long, the graph saves under 1%", OPS,
+             lambda r: 1 - layer(r, "prefill", lab.LAYER_GRAPH).median_s / layer(r, "prefill", lab.LAYER_EAGER).median_s,
+             (0.0, 0.01), unit="%"),
+    Measured("brings the layer to 1.30 times the floor at prefill and 1.33–1.34 times at decode", OPS,
+             lambda r: (layer_over_floor(r, "prefill", lab.LAYER_COMPILED), layer_over_floor(r, "decode", lab.LAYER_COMPILED)),
+             [(1.29, 1.31), (1.325, 1.345)], unit="×"),
+    Measured("and the measured layer came to 1.30–1.57 times it", OPS, all_layer_over_floor, [(1.29, 1.58)] * 2,
+             unit="×"),
+    Measured("if the kernel reads each KV head once for its group (ncu: 1.004 times the grouped model)", DEC,
+             lambda r: ncu(r, lab.GROUPED, "dram/model"), (1.0, 1.01), unit="×"),
+    Analytic("the sector model predicts the cost (8 times the sectors)",
+             lambda: transformer.kv_read_model("dimension-major").fetched_over_useful, (8, 8)),
+]
