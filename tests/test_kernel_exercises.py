@@ -1,6 +1,8 @@
 """The write-it-yourself kernel checker without a GPU: every reference solution compiles and passes
 its static checks; wrong solutions the static checks can see are rejected with the learner's
 message; compile errors name the cell's own lines; bad input is told what to do."""
+import re
+
 import pytest
 
 from course_lib import magic
@@ -104,12 +106,12 @@ def test_the_transpose_tile_goes_through_the_bank_model():
     unpadded = ke.check("transpose_tile", t.wrong["no padding (32-way conflicts)"])
     assert not unpadded.correct and "hits one bank 32 times" in unpadded
     no_barrier = ke.check("transpose_tile", t.wrong["no barrier"])
-    assert not no_barrier.correct and "no __syncthreads()" in no_barrier
+    assert not no_barrier.correct and "0 barriers in its SASS" in no_barrier
     swizzled = (t.solution.replace("tile[32][33];   // one float of padding per row: a column spans 32 banks", "tile[32][32];")
                 .replace("tile[dy][threadIdx.x] =", "tile[dy][threadIdx.x ^ dy] =")
                 .replace("= tile[threadIdx.x][dy];", "= tile[threadIdx.x][dy ^ threadIdx.x];"))
     assert ke.check("transpose_tile", swizzled).correct
-    assert "no shared tile declared" in ke.check("transpose_tile", catalog.SCALE.solution.replace("scale", "transpose"))
+    assert "is not a 32-row float tile" in ke.check("transpose_tile", catalog.SCALE.solution.replace("scale", "transpose"))
     pitch_34 = t.solution.replace("tile[32][33]", "tile[32][34]")
     assert "hits one bank 2 times" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
 
@@ -117,7 +119,7 @@ def test_the_transpose_tile_goes_through_the_bank_model():
 def test_the_register_tile_gemm_needs_its_tiles_and_both_barriers():
     t = catalog.TILE_GEMM
     one = ke.check("register_tile_gemm", t.wrong["one barrier per step"])
-    assert not one.correct and "1 __syncthreads() in the source" in one
+    assert not one.correct and "1 barrier in its SASS (BAR.SYNC)" in one
     starter = ke.check("register_tile_gemm", t.starter)
     assert not starter.correct and "0 B of static shared memory" in starter
     assert "1000×333×77" in ke.check("register_tile_gemm", t.solution)   # the shapes a live run uses, named
@@ -204,8 +206,8 @@ def test_each_wrong_file_is_rejected_where_the_static_checks_can_see_it(name, la
     ex = ke.exercise(name)
     source = ex.wrong[label]
     verdict = ke.check(name, source)
-    _, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
-    if problems or not all(f.ok for f in ex.static_findings(source, res)):
+    cubin, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
+    if problems or not all(f.ok for f in ex.static_findings(source, res, ke.kernel_sass(cubin, ex.kernel))):
         assert not verdict.correct, verdict
     else:
         assert "Not run: no GPU here" in verdict   # only a live run can see this one
@@ -226,7 +228,7 @@ def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
 
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
     verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.starter)
-    assert not verdict.correct and "no tile is loaded" in verdict and "0 barrier waits" in verdict
+    assert not verdict.correct and "no tile is loaded" in verdict and "0 places that wait on a barrier" in verdict
     assert "slots of 8 KiB" not in verdict   # the compiler dropped the unused slots: their size is no finding
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
@@ -244,3 +246,105 @@ def test_a_failed_launch_names_the_exercises_likely_cause():
     assert "a barrier wait that never completed" in lines[-1] and "outside an array" not in lines[-1]
     _, lines = _live_lines(catalog.SCALE, run, 20)
     assert "outside an array" in lines[-1]
+
+
+# --------------------------------------------------------------------------- the static checks read the compiled kernel
+
+def _static(name: str, source: str, arch: str | None = None):
+    ex = ke.exercise(name)
+    cubin, res, problems = ke.compile_exercise(ex, source, arch or cuda.target_arch())
+    assert not problems, problems
+    listing = ke.kernel_sass(cubin, ex.kernel)
+    if listing is None:
+        pytest.skip("nvdisasm is not installed here: the SASS checks cannot run")
+    return ex.static_findings(source, res, listing)
+
+
+def _edited(name: str, old: str, new: str) -> str:
+    """The reference solution with one edit: a wrong solution written as the difference from the right one."""
+    src = ke.exercise(name).solution
+    assert old in src, f"{name}'s reference no longer holds {old!r}: update this test"
+    return src.replace(old, new)
+
+
+def _without_line(name: str, holding: str) -> str:
+    src = ke.exercise(name).solution
+    kept = [ln for ln in src.splitlines(True) if holding not in ln]
+    assert len(kept) == len(src.splitlines(True)) - 1, holding
+    return "".join(kept)
+
+
+WRONG_IN_SASS = {
+    # the inner loop over the 8 outputs kept rolled: out[i] is indexed by a register, so it lives in local memory
+    ("register_tile_gemm", "accumulators in local memory"): lambda: _edited(
+        "register_tile_gemm", "#pragma unroll\n            for (int i = 0; i < 8; ++i) out[i]",
+        "#pragma unroll 1\n            for (int i = 0; i < 8; ++i) out[i]"),
+    # wait_copies<0>: waits for the tile just issued too, so nothing is in flight while one is summed
+    ("async_pipeline", "waits for every copy"): lambda: _edited("async_pipeline", "wait_copies<1>", "wait_copies<0>"),
+    # a bare arrive: no fence.proxy.async orders the consumers' reads before the TMA's next write of the slot
+    ("warp_specialized", "release without the fence"): lambda: _edited(
+        "warp_specialized", "release(smem_u32(&empty[s]));", "mbar_arrive(smem_u32(&empty[s]));"),
+    # the producer refills a slot without waiting for the consumers to be done with it
+    ("warp_specialized", "producer never waits on empty"): lambda: _without_line("warp_specialized",
+                                                                                  "mbar_wait(smem_u32(&empty"),
+}
+
+# Each wrong solution whose defect shows in the compiled kernel, and the finding that must name it.
+SEEN_IN_SASS = [
+    ("register_tile_gemm", "accumulators in local memory", "local memory"),
+    ("async_pipeline", "waits for every copy", "DEPBAR.LE SB0, 0x0"),
+    ("async_pipeline", "waits for nothing", "never waits"),
+    ("warp_specialized", "release without the fence", "without fence.proxy.async"),
+    ("warp_specialized", "producer never waits on empty", "1 place that waits"),
+    ("transpose_tile", "no padding (32-way conflicts)", "hits one bank 32 times"),
+    ("transpose_tile", "no barrier", "0 barriers in its SASS"),
+]
+
+
+@pytest.mark.parametrize("name,label,words", SEEN_IN_SASS, ids=[f"{n}: {lab}" for n, lab, _ in SEEN_IN_SASS])
+def test_a_defect_the_compiled_kernel_shows_is_named_and_rejected(name, label, words):
+    make = WRONG_IN_SASS.get((name, label))
+    source = make() if make else ke.exercise(name).wrong[label]
+    findings = _static(name, source)
+    if make:   # the whole checker, without a GPU, says so too
+        assert not ke.check(name, source).correct
+    failed = [f.text for f in findings if not f.ok]
+    assert failed and any(words in text for text in failed), failed
+
+
+def _respelled_transpose() -> str:
+    """The reference transpose with its tile spelled as NVIDIA's transpose article spells it."""
+    src = ke.exercise("transpose_tile").solution
+    decl = re.search(r"__shared__\s+float\s+(\w+)\s*\[\s*32\s*\]\s*\[\s*33\s*\]", src)
+    assert decl, "the reference's tile declaration moved: update this test"
+    return "#define TILE_DIM 32\n" + src.replace(decl.group(0), f"__shared__ float {decl.group(1)}[TILE_DIM][TILE_DIM + 1]")
+
+
+# Correct solutions in other spellings: each must pass every static check.
+RESPELLED = [
+    ("transpose_tile", _respelled_transpose),
+    ("async_pipeline", lambda: re.sub(r"float\*\s*out", "float *out", ke.exercise("async_pipeline").solution)),
+    ("warp_specialized", lambda: re.sub(r"float\*\s*out", "float *out", ke.exercise("warp_specialized").solution)),
+    ("register_tile_gemm", lambda: ke.exercise("register_tile_gemm").solution.replace("__syncthreads()",
+                                                                                     "__syncthreads ()")),
+]
+
+
+@pytest.mark.parametrize("name,make", RESPELLED, ids=[n for n, _ in RESPELLED])
+def test_a_correct_kernel_spelled_otherwise_passes_every_static_check(name, make):
+    source = make()
+    assert source != ke.exercise(name).solution
+    failed = [f.text for f in _static(name, source) if not f.ok]
+    assert not failed, failed
+
+
+def test_the_sass_readers_on_listings():
+    from course_lib.exercises.kernel import catalog as c
+
+    assert c.depbar_waits(["LDGDEPBAR", "DEPBAR.LE SB0, 0x1", "@P0 DEPBAR.LE SB0, 0x0"]) == [1, 0]
+    waits = ["SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9+URZ], R4"] * 2 + ["NOP"] * 40 + ["SYNCS.PHASECHK.TRANS64.TRYWAIT P0"]
+    assert c.wait_sites(waits) == 2 and c.wait_sites(waits[:2]) == 1
+    fenced = ["FENCE.VIEW.ASYNC.S", "SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R25+URZ], RZ"]
+    assert c.unfenced_releases(fenced) == 0 and c.unfenced_releases(fenced[1:]) == 1
+    assert c.local_memory(["@P1 STL [R1], R2", "LDL R3, [R1]", "LDS R4, [R5]"]) == 2
+    assert c.mnemonic("@!P2 BRA 0x100") == "BRA" and c.count_ops(["BAR.SYNC.DEFER_BLOCKING 0x0"], "BAR.SYNC") == 1

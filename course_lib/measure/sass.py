@@ -57,8 +57,7 @@ _FUNCTION = re.compile(r"^\s*\.text\.(\w+):\s*$")
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[\w]+)*)")
 
 
-def instructions(cubin: bytes) -> dict[str, list[str]]:
-    """Each kernel's SASS mnemonics with their modifiers (LDS.U.128), in order."""
+def _disassembly(cubin: bytes) -> str:
     exe = nvdisasm_path()
     if exe is None:
         raise DisassemblerUnavailable("nvdisasm is not installed: `pip install nvidia-cuda-nvdisasm` (Linux and "
@@ -72,14 +71,32 @@ def instructions(cubin: bytes) -> dict[str, list[str]]:
         proc = subprocess.run([exe, "-c", path], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise DisassemblerUnavailable(f"nvdisasm failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    return proc.stdout
+
+
+_LISTED = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+
+
+def _per_function(text: str, pattern: re.Pattern) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     current = None
-    for line in proc.stdout.splitlines():
+    for line in text.splitlines():
         if m := _FUNCTION.match(line):
             current = out.setdefault(m.group(1), [])
-        elif current is not None and (m := _INSTRUCTION.search(line)):
+        elif current is not None and (m := pattern.search(line)):
             current.append(m.group(1))
     return out
+
+
+def instructions(cubin: bytes) -> dict[str, list[str]]:
+    """Each kernel's SASS mnemonics with their modifiers (LDS.U.128), in order."""
+    return _per_function(_disassembly(cubin), _INSTRUCTION)
+
+
+def listing(cubin: bytes) -> dict[str, list[str]]:
+    """Each kernel's SASS instructions in full (predicate, mnemonic, operands), in order: what a
+    check reads when the operands matter (``DEPBAR.LE SB0, 0x1`` waits for all but one group)."""
+    return _per_function(_disassembly(cubin), _LISTED)
 
 
 def _matches(mnemonic: str, opcode: str) -> bool:

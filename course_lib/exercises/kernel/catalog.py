@@ -55,7 +55,9 @@ class KernelExercise:
     wrong_files: dict[str, str]      # label the checker shows -> file of a deliberately wrong solution (tested to be rejected)
     sizes: tuple[int, ...]           # the adversarial problem sizes a live run uses
     live: Callable[..., dict]        # cases.*_cases: builds and runs the cases in the child process, times beside the course kernel
-    static: Callable[[str, cuda.KernelResources], list[Finding]] = field(default=lambda src, res: [])
+    # (source, compile report, the kernel's SASS or None where nvdisasm is missing) -> findings
+    static: Callable[[str, cuda.KernelResources, "list[str] | None"], list[Finding]] = field(
+        default=lambda src, res, sass=None: [])
     min_cc: float = 7.5
     size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
     launch: Callable[[str], dict | None] = field(default=lambda src: {})   # what the runner's launch reads from the source
@@ -85,13 +87,58 @@ class KernelExercise:
     def sizes_text(self) -> str:
         return ", ".join(self.size_labels) if self.size_labels else "n = " + ", ".join(f"{s:,}" for s in self.sizes)
 
-    def static_findings(self, source: str, res: cuda.KernelResources) -> list[Finding]:
-        return list(self.static(source, res))
+    def static_findings(self, source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+        return list(self.static(source, res, sass))
+
+
+# --------------------------------------------------------------------------- reading the compiled kernel
+
+def mnemonic(instruction: str) -> str:
+    """A SASS instruction's mnemonic with its modifiers, its predicate (``@P0``) left out."""
+    words = instruction.split()
+    return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+
+
+def count_ops(sass: list[str], prefix: str) -> int:
+    return sum(mnemonic(i).startswith(prefix) for i in sass)
+
+
+def depbar_waits(sass: list[str]) -> list[int]:
+    """The group counts of the kernel's cp.async waits: ``DEPBAR.LE SB0, 0x1`` (cp.async.wait_group 1)
+    lets one group stay in flight; 0 waits for every copy issued."""
+    waits = []
+    for i in sass:
+        if mnemonic(i).startswith("DEPBAR") and (m := re.search(r"SB0\s*,\s*(0x[0-9a-f]+|\d+)", i)):
+            waits.append(int(m.group(1), 0))
+    return waits
+
+
+def wait_sites(sass: list[str], op: str = "SYNCS.PHASECHK", gap: int = 32) -> int:
+    """How many separate places the kernel waits on an mbarrier: runs of ``op`` further than ``gap``
+    instructions apart (one wait loop compiles to a few of them in a row)."""
+    at = [n for n, i in enumerate(sass) if mnemonic(i).startswith(op)]
+    return sum(1 for k, n in enumerate(at) if k == 0 or n - at[k - 1] > gap)
+
+
+def unfenced_releases(sass: list[str], window: int = 4) -> int:
+    """Plain mbarrier arrivals (``SYNCS.ARRIVE.TRANS64.A1T0``, no bytes) with no ``FENCE.VIEW.ASYNC``
+    (fence.proxy.async) in the ``window`` instructions before them."""
+    out = 0
+    for n, i in enumerate(sass):
+        if mnemonic(i).startswith("SYNCS.ARRIVE.TRANS64.A1T0"):
+            if not any(mnemonic(j).startswith("FENCE.VIEW.ASYNC") for j in sass[max(0, n - window):n]):
+                out += 1
+    return out
+
+
+def local_memory(sass: list[str]) -> int:
+    """Local-memory loads and stores (LDL, STL): a thread's array the compiler could not keep in registers."""
+    return count_ops(sass, "LDL") + count_ops(sass, "STL")
 
 
 # --------------------------------------------------------------------------- the exercises
 
-def _uses_grid_stride(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _uses_grid_stride(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     body = strip_comments(source)
     if "gridDim" not in body:
         return [Finding(False, "the kernel never reads gridDim: launched with fewer threads than elements "
@@ -119,7 +166,7 @@ SCALE = KernelExercise(
 REGISTER_BUDGET = 32
 
 
-def _within_budget(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _within_budget(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     out = [Finding(res.registers <= REGISTER_BUDGET,
                    f"{res.registers} registers per thread (budget {REGISTER_BUDGET})")]
     out.append(Finding(not res.spills, "no spills" if not res.spills else
@@ -146,38 +193,38 @@ ROW_SUMS = KernelExercise(
     static=_within_budget,
 )
 
-_SHARED_TILE = re.compile(r"__shared__\s+float\s+(\w+)\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*\]")
+_SHARED_TILE = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?float\s+(\w+)\s*\[")
 
 
-def _transpose_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _transpose_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     """The tile's declared shape through the bank model (a warp reading one column of it), and the
     barrier between the tile's writes and its reads."""
 
     body = strip_comments(source)
+    # The tile's pitch from what ptxas allocated (32 rows of 4-byte words), however the source spells it.
+    smem = res.static_smem_bytes
+    if smem < 32 * 32 * 4 or smem % (32 * 4):
+        return [Finding(False, f"{smem} B of static shared memory is not a 32-row float tile of at least 32 columns "
+                               "(`__shared__ float tile[32][PITCH]`): the transpose goes through a shared-memory tile")]
+    pitch = smem // (32 * 4)
+    out = [Finding(True, f"{smem:,} B of static shared memory: a 32 × {pitch} float tile")]
     m = _SHARED_TILE.search(body)
-    if not m:
-        return [Finding(False, "no shared tile declared as `__shared__ float tile[32][PITCH]`: the transpose "
-                               "goes through a shared-memory tile")]
-    name, rows, pitch = m.group(1), int(m.group(2)), int(m.group(3))
-    out = []
-    if rows < 32 or pitch < 32:
-        out.append(Finding(False, f"{name}[{rows}][{pitch}] is smaller than the 32×32 tile a block moves"))
-    swizzled = re.search(re.escape(name) + r"\s*\[[^\]]*\]\s*\[[^\]]*\^", body) is not None
+    name = m.group(1) if m else r"\w+"
+    swizzled = re.search(r"\b" + name + r"\s*\[[^\]]*\]\s*\[[^\]]*\^", body) is not None
     column = memory.bank_conflicts([lane * pitch * 4 for lane in range(32)])
-    if swizzled:
-        out.append(Finding(True, f"{name}'s column index is XORed: a swizzle puts a column's 32 elements in 32 banks"))
-    elif column.ways > 1:
-        out.append(Finding(False, f"a warp reading one column of {name}[{rows}][{pitch}] hits one bank {column.ways} "
+    if column.ways == 1:
+        out.append(Finding(True, f"a column of the 32 × {pitch} tile spans all 32 banks (bank model: 1 wavefront)"))
+    elif swizzled:
+        out.append(Finding(True, "the tile's column index is XORed: a swizzle can put a column's 32 elements in 32 "
+                                 "banks (the live run's time is the test of it)"))
+    else:
+        out.append(Finding(False, f"a warp reading one column of a 32 × {pitch} tile hits one bank {column.ways} "
                                   f"times (bank model, {column.wavefronts} wavefronts instead of 1): pad the pitch "
                                   "or swizzle the column"))
-    else:
-        out.append(Finding(True, f"a column of {name}[{rows}][{pitch}] spans all 32 banks (bank model: 1 wavefront)"))
-    if "__syncthreads" not in body:
-        out.append(Finding(False, "no __syncthreads(): threads would read tile elements other threads have not "
-                                  "written yet"))
-    else:
-        out.append(Finding(True, "a barrier separates the tile's writes from its reads"))
-    out.append(Finding(res.static_smem_bytes >= 32 * 32 * 4, f"{res.static_smem_bytes} B of static shared memory"))
+    barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
+    where = "in its SASS (BAR.SYNC)" if sass is not None else "in the source"
+    out.append(Finding(barriers >= 1, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
+        "" if barriers else ": threads would read tile elements other threads have not written yet")))
     return out
 
 
@@ -200,17 +247,23 @@ TRANSPOSE = KernelExercise(
 )
 
 
-def _register_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _register_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     body = strip_comments(source)
-    barriers = body.count("__syncthreads")
+    barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
+    where = "in its SASS (BAR.SYNC)" if sass is not None else "__syncthreads() in the source"
+    local = local_memory(sass) if sass is not None else 0
+    in_registers = res.stack_frame_bytes == 0 and not res.spills and local == 0
     return [
         Finding(res.static_smem_bytes >= 2 * 8 * 64 * 4,
                 f"{res.static_smem_bytes} B of static shared memory (the 64×8 and 8×64 stage tiles need 4,096)"),
-        Finding(barriers >= 2, f"{barriers} __syncthreads() in the source" + (
+        Finding(barriers >= 2, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
             "" if barriers >= 2 else ": a stage needs one after its tiles are written and one after they are read, "
                                      "or the next stage's loads overwrite tiles other threads are still reading")),
-        Finding(not res.spills, "no spills" if not res.spills else f"spills {res.spill_store_bytes} B: the "
-                                                                  "accumulators went to local memory"),
+        Finding(in_registers, "the 8 accumulators stay in registers (no stack frame, no spills, no LDL/STL)"
+                if in_registers else
+                f"local memory: a {res.stack_frame_bytes} B stack frame, {res.spill_store_bytes} B of spills, "
+                f"{local} LDL/STL in the SASS. An accumulator array indexed by a loop the compiler does not "
+                "unroll lives in local memory: unroll the loops over the 8 outputs (#pragma unroll, constant bounds)"),
     ]
 
 
@@ -281,7 +334,7 @@ def _row_launch(source: str) -> dict | None:
     return None if _row_launch_problem(per_block) else {"rows_per_block": per_block}
 
 
-def _mystery_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _mystery_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     """One finding per defect of the capstone, each from a course model or the compile report."""
 
     body = strip_comments(source)
@@ -332,7 +385,7 @@ MYSTERY = KernelExercise(
 
 # ---- notebook 04: row sums whose loads are coalesced
 
-def _warp_row_sum_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _warp_row_sum_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     body = strip_comments(source)
     per_block = rows_per_block(source)
     if (problem := _row_launch_problem(per_block)) is not None:
@@ -376,7 +429,7 @@ def _target_threads_per_sm() -> int:
     return info.max_threads_per_sm if info else hardware.spec(runtime.replay_gpu()).max_threads_per_sm
 
 
-def _persistent_tile_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _persistent_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     body = strip_comments(source)
     rows, cols = TILE_TIMED_SHAPE
     grid = waves.tile_grid(rows, cols, TILE_EDGE, TILE_EDGE)
@@ -414,7 +467,7 @@ PERSISTENT_TILES = KernelExercise(
 # ---- notebook 08: the epilogue fused into one pass
 
 
-def _fused_epilogue_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
+def _fused_epilogue_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     body = strip_comments(source)
     kernels = re.findall(r"__global__", body)
     out = [Finding(len(kernels) == 1, "one kernel: the three steps in one pass" if len(kernels) == 1 else
@@ -448,13 +501,28 @@ PIPELINE_TILE_BYTES = PIPELINE_THREADS * 4 * 16        # 16 KiB: four float4s pe
 PIPELINE_SIZES = (4, 1028, 65540, 1 << 20, (1 << 26) + 4)
 
 
-def _pipeline_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
-    body = strip_comments(source)
-    kernel_body = body[body.find("sum_squares(float* out"):]
-    copies, waits = "copy16_async(" in kernel_body, "wait_copies<" in kernel_body
-    out = [Finding(copies and waits, "the kernel copies with cp.async and waits on its groups" if copies and waits else
-                   "the kernel never waits (wait_copies): it could sum a tile before its bytes have landed" if copies
-                   else "the kernel does not call copy16_async: its loads are still synchronous")]
+def _pipeline_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+    if sass is not None:
+        copies, waits = count_ops(sass, "LDGSTS") > 0, depbar_waits(sass)
+        if not copies:
+            out = [Finding(False, "no cp.async copy in the kernel's SASS (no LDGSTS): its loads are still synchronous")]
+        elif not waits:
+            out = [Finding(False, "the kernel never waits on its copies (no DEPBAR in its SASS): it could sum a tile "
+                                  "before its bytes have landed")]
+        elif max(waits) == 0:
+            out = [Finding(False, "every wait is for all the copies issued (DEPBAR.LE SB0, 0x0: wait_copies<0>), so "
+                                  "nothing is in flight while a tile is summed: wait for all but the newest group")]
+        else:
+            out = [Finding(True, f"the kernel copies with cp.async and waits for all but {max(waits)} group"
+                                 f"{'s' * (max(waits) != 1)} (DEPBAR.LE SB0, {max(waits):#x}): a tile stays in flight "
+                                 "while one is summed")]
+    else:   # no nvdisasm here: the source's calls stand in
+        body = strip_comments(source)
+        kernel_body = body[re.search(r"sum_squares\s*\(", body).start():] if re.search(r"sum_squares\s*\(", body) else body
+        copies, waits = "copy16_async(" in kernel_body, "wait_copies<" in kernel_body
+        out = [Finding(copies and waits, "the kernel copies with cp.async and waits on its groups" if copies and waits
+                       else "the kernel never waits (wait_copies): it could sum a tile before its bytes have landed"
+                       if copies else "the kernel does not call copy16_async: its loads are still synchronous")]
     stages = res.static_smem_bytes // PIPELINE_TILE_BYTES
     out.append(Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} stage"
                        f"{'s' if stages != 1 else ''} of {PIPELINE_TILE_BYTES // 1024} KiB"
@@ -486,22 +554,35 @@ ASYNC_PIPELINE = KernelExercise(
 SPECIALIZED_TILE_BYTES = 8 * 1024
 
 
-def _specialized_checks(source: str, res: cuda.KernelResources) -> list[Finding]:
-    body = strip_comments(source)
-    kernel_body = body[body.find("sum_squares(float* out"):]
-    loads, counts = "bulk_load(" in kernel_body, "mbar_expect_bytes(" in kernel_body
-    waits = kernel_body.count("mbar_wait(")
-    releases = "release(" in kernel_body or "mbar_arrive(" in kernel_body
+def _specialized_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+    if sass is not None:
+        loads = count_ops(sass, "UBLKCP") > 0
+        counts = any(mnemonic(i) == "SYNCS.ARRIVE.TRANS64" for i in sass)   # an arrival that sets a byte count
+        sites, unfenced = wait_sites(sass), unfenced_releases(sass)
+        releases = count_ops(sass, "SYNCS.ARRIVE.TRANS64.A1T0") > 0
+    else:   # no nvdisasm here: the source's calls stand in
+        body = strip_comments(source)
+        found = re.search(r"sum_squares\s*\(", body)
+        kernel_body = body[found.start():] if found else body
+        loads, counts = "bulk_load(" in kernel_body, "mbar_expect_bytes(" in kernel_body
+        sites, unfenced = kernel_body.count("mbar_wait("), 0
+        releases = "release(" in kernel_body or "mbar_arrive(" in kernel_body
     if loads and counts:
         copies = Finding(True, "the producer bulk-loads tiles and sets the bytes each full barrier expects")
     elif not loads:
         copies = Finding(False, "no tile is loaded: the producer must call mbar_expect_bytes and bulk_load")
     else:
         copies = Finding(False, "the bulk loads are never counted: call mbar_expect_bytes before each bulk_load")
-    if waits >= 2 and releases:
-        handoff = Finding(True, "both roles wait on a barrier and the consumers release their slots")
+    if sites >= 2 and releases and not unfenced:
+        handoff = Finding(True, "both roles wait on a barrier (two wait loops in the SASS) and the consumers release "
+                                "their slots after a proxy fence" if sass is not None else
+                                "both roles wait on a barrier and the consumers release their slots")
+    elif unfenced:
+        handoff = Finding(False, f"{unfenced} slot release{'s' * (unfenced != 1)} without fence.proxy.async before "
+                                 "it: the consumers' reads must be ordered before the TMA refills the slot; release "
+                                 "through the fenced helper")
     else:
-        handoff = Finding(False, f"{waits} barrier wait{'s' * (waits != 1)}"
+        handoff = Finding(False, f"{sites} place{'s' * (sites != 1)} that wait{'s' * (sites == 1)} on a barrier"
                           + ("" if releases else " and no slot released")
                           + ": the consumers must wait on full[s] and release it; the producer must wait on empty[s]")
     if not loads:   # the compiler drops slots nothing writes or reads: their size says nothing yet

@@ -30,11 +30,20 @@ from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import KernelExercise, exercise
 from course_lib.exercises.kernel.runner import cases_address
+from course_lib.measure import sass
 
 DEFAULT_TIME_LIMIT_S = 20
 
 
 # --------------------------------------------------------------------------- checking
+
+def kernel_sass(cubin: bytes, kernel: str) -> list[str] | None:
+    """The learner's kernel's SASS, what the static checks read; None where nvdisasm is missing."""
+    try:
+        return sass.listing(cubin).get(kernel)
+    except sass.DisassemblerUnavailable:
+        return None
+
 
 def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
     """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
@@ -175,7 +184,10 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     lines = [f"Compiled for {arch} ({cuda.nvrtc_version()}): {res.registers} registers/thread, "
              f"{res.static_smem_bytes} B static shared memory, "
              + ("no spills." if not res.spills else f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded.")]
-    findings = ex.static_findings(source, res)
+    listing = kernel_sass(cubin, ex.kernel)
+    findings = ex.static_findings(source, res, listing)
+    if listing is None:
+        lines.append("  (nvdisasm is not installed here: the checks that read the compiled SASS read the source instead)")
     lines += [f"  {'✔' if f.ok else '✘'} {f.text}" for f in findings]
     static_ok = all(f.ok for f in findings)
     if too_old:
