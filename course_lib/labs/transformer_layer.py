@@ -264,8 +264,9 @@ def decode_attention(model: str, batches: list[int], contexts: list[int], sample
                          "replicated_bytes": transformer.attention_op(shape, phase, BF16, replicated_kv=True).bytes}
                 if plan in kernels:
                     extra["kernels"] = kernels[plan]
-                if plan in (GROUPED, REPLICATED, DIM_MAJOR):
-                    extra["splits"] = decode.splits_for(batch, shape.kv_heads, context, detect().sm_count)
+                if plan in (GROUPED, REPLICATED, DIM_MAJOR):   # the replicated cache has a KV head per query head
+                    heads = shape.q_heads if plan == REPLICATED else shape.kv_heads
+                    extra["splits"] = decode.splits_for(batch, heads, context, detect().sm_count)
                 case = Case(f"batch {batch}, context {context}: {plan}",
                             {"batch": batch, "context": context, "plan": plan},
                             plan, t, 0.0 if plan == CACHE_READ else flop, plan_bytes(shape, batch, context, plan),

@@ -3,9 +3,10 @@ record and against the live run committed with the notebook. Where the runs diff
 the range over them, and ``within`` is that range."""
 from course_lib.core.hardware import spec
 from course_lib.labs import transformer_layer as lab
+from course_lib.launch import decode_attention as decode_launch
 from course_lib.launch import hopper_gemm
 from course_lib.measure.claims import Analytic, Given, Measured
-from course_lib.models import transformer
+from course_lib.models import transformer, waves
 
 MEM, DEC, OPS = "layer.memory_ceilings", "layer.decode_attention", "layer.ops"
 H200 = spec("h200")
@@ -34,6 +35,29 @@ def partitioned_bw(r, set_bytes) -> float:
 
 # --------------------------------------------------------------------------- decode attention
 
+def sweep_ns(r, set_bytes) -> tuple:
+    """(ns a sweep, sweeps a launch) of the partitioned read of ``set_bytes``."""
+    c = next(c for c in r.cases if c.params["kind"] == "partitioned" and c.params["set_bytes"] == set_bytes)
+    return c.median_s / c.extra["reps"] * 1e9, c.extra["reps"]
+
+
+SMS = 132
+# Resident blocks an SM of the decode kernels (128 threads), from their sm_90 compile report
+# (data/compile_reports.json: 124 registers and 16,640 B of shared memory for decode_grouped_g4,
+# 62 and 4,160 for decode_replicated), by the occupancy model.
+GROUPED_RESIDENT = waves.resident_blocks_per_sm(H200, 128, 124, 16640)
+REPLICATED_RESIDENT = waves.resident_blocks_per_sm(H200, 128, 62, 4160)
+
+
+def grouped_blocks(batch, context) -> int:
+    return decode_launch.splits_for(batch, 8, context, SMS) * batch * 8
+
+
+def lines_per_request(layout) -> list:
+    """128-byte lines each of a warp's loads of one token pair touches, in ``layout``."""
+    return [len({a // 128 for a in addrs}) for addrs, _ in transformer.kv_warp_loads(layout, 8192)]
+
+
 def over_floor(r, plan, sizes=None) -> tuple:
     """(least, most) of a plan's time over one read of the cache, over ``sizes`` (batch, context) or all."""
     cases = lab._decode_by(r)
@@ -50,6 +74,18 @@ def dm_over_grouped(r) -> tuple:
     return min(xs), max(xs)
 
 
+def rep_over_grouped(r) -> tuple:
+    cases = lab._decode_by(r)
+    pairs = sorted({(c.params["batch"], c.params["context"]) for c in r.cases})
+    xs = [cases[(b, t, lab.REPLICATED)].median_s / cases[(b, t, lab.GROUPED)].median_s for b, t in pairs]
+    return min(xs), max(xs)
+
+
+def plan_over_cache(plan) -> float:
+    return (lab.plan_bytes(transformer.LLAMA3_8B, 8, 8192, plan)
+            / lab.plan_bytes(transformer.LLAMA3_8B, 8, 8192, lab.CACHE_READ))
+
+
 def decode_us(r, batch, context, plan) -> float:
     return lab._decode_by(r)[(batch, context, plan)].median_s * 1e6
 
@@ -62,6 +98,7 @@ def ncu(r, plan, metric) -> float:
     return {"dram/model": m["dram__bytes_read.sum"] / c.extra["floor_bytes"],
             "dram %": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
             "issue %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+            "instructions": m["smsp__inst_executed.sum"],
             "requests": m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
             "sectors": m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"],
             "l2 sectors": m["lts__t_sectors_srcunit_tex_op_read.sum"]}[metric]
@@ -113,6 +150,14 @@ def all_layer_over_floor(r) -> tuple:
 
 
 ATT = "attention (grouped K and V)"
+SMALL = ["RMSNorm (attention)", "residual add (attention)", "RMSNorm (MLP)", "SiLU(gate) · up", "residual add (MLP)"]
+ROPE = "RoPE on Q and K"
+PREFILL_ONE_KERNEL = ["RMSNorm (attention)", "residual add (attention)", "RMSNorm (MLP)", "residual add (MLP)"]
+
+
+def span(xs) -> tuple:
+    xs = list(xs)
+    return min(xs), max(xs)
 
 CLAIMS = [
     # the atlas
@@ -129,18 +174,57 @@ CLAIMS = [
              [(23.0, 24.2)] * 3, unit=" TB/s"),
     Measured("HBM at 4.4–4.5 TB/s once the set is well past the 60 MiB L2", MEM,
              lambda r: (level(r, "HBM"), r.machine["l2_bytes"] / MIB), [(4.4, 4.55), (60, 60)], unit=" TB/s"),
-    Measured("At 48 and 64 MiB the set is still under the 60 MiB the device reports, yet the bandwidth falls", MEM,
-             lambda r: (partitioned_bw(r, 48 * MIB) / partitioned_bw(r, 32 * MIB),
-                        partitioned_bw(r, 64 * MIB) / partitioned_bw(r, 32 * MIB)), [(0.5, 0.95), (0.3, 0.8)]),
+    Measured("At 48 MiB the set is still under the 60 MiB the device reports, yet the bandwidth falls to 20–21 TB/s",
+             MEM, lambda r: (r.machine["l2_bytes"] / MIB, partitioned_bw(r, 48 * MIB) / 1e12),
+             [(60, 60), (19.75, 21.05)], unit=" TB/s"),
+    Measured("At 64 MiB, just past it, it is still about 12 TB/s, well above HBM's", MEM,
+             lambda r: (partitioned_bw(r, 64 * MIB) / 1e12, partitioned_bw(r, 64 * MIB) / lab.ceilings(r)["HBM"]),
+             [(11.4, 12.2), (2.0, 3.0)], unit=" TB/s"),
+    Measured("It takes 155 ns a sweep (4,096 sweeps a launch)", MEM, lambda r: sweep_ns(r, MIB),
+             [(154.0, 157.0), (4096, 4096)], unit=" ns"),
+    Given("the L2 latency that notebook 09 measured on an idle GPU, about 145 ns",
+          "notebook 09's pointer chase (pipeline.latency, its claims file: about 145 ns from L2)"),
     Measured("At 1 MiB the L2 figure is low for another reason", MEM,
              lambda r: partitioned_bw(r, MIB) / lab.ceilings(r)["L2"], (0.1, 0.5)),
-    Analytic("270,336 threads share a set of 65,536 16-byte words",
-             lambda: (132 * 8 * 256, MIB // 16), [(270336, 270336), (65536, 65536)]),
+    Analytic("270,336 threads share a set of 65,536 16-byte words, so fewer than one thread in four has a word",
+             lambda: (132 * 8 * 256, MIB // 16, (MIB // 16) / (132 * 8 * 256)),
+             [(270336, 270336), (65536, 65536), (0.2, 0.25)]),
     Measured("The HBM ceiling is 93–94% of the datasheet's 4.8 TB/s", MEM,
              lambda r: lab.ceilings(r)["HBM"] / H200.hbm_bandwidth_bytes_per_s, (0.925, 0.947), unit="%"),
     Given("the datasheet's 4.8 TB/s", "NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e (course_lib.core.hardware)"),
 
     # decode attention
+    Analytic("the plans would stand at 1, 4, 1 and 9 times the floor",
+             lambda: tuple(plan_over_cache(p) for p in (lab.GROUPED, lab.REPLICATED, lab.DIM_MAJOR, lab.SDPA_EXPANDED)),
+             [(1.0, 1.01), (4.0, 4.01), (1.0, 1.01), (8.99, 9.01)], unit="×"),
+    Analytic("9 times the cache's bytes", lambda: plan_over_cache(lab.SDPA_EXPANDED), (8.99, 9.01), unit="×"),
+    Measured("though 4 MiB take under 1 µs at the measured HBM ceiling", MEM,
+             lambda r: 4 * MIB / lab.ceilings(r)["HBM"] * 1e6, (0.8, 1.0), unit=" µs"),
+    Measured("At the large sizes it takes more than the 9 times its bytes predict", DEC,
+             lambda r: over_floor(r, lab.SDPA_EXPANDED, BIG), [(9.0, 23.0)] * 2, unit="×"),
+    Measured("The replicated kernel moves four times the bytes, yet takes only 0.94–1.98 times the grouped kernel's "
+             "time", DEC, rep_over_grouped, [(0.935, 1.98)] * 2, unit="×"),
+    Analytic("That leaves room for 4 blocks an SM, 528 on the GPU. At batch 8 the split rule",
+             lambda: (GROUPED_RESIDENT, GROUPED_RESIDENT * SMS), [(4, 4), (528, 528)]),
+    Analytic("cuts each KV head's cache into 9 slices: 576 blocks. So 48 blocks run in a second wave",
+             lambda: (decode_launch.splits_for(8, 8, 8192, SMS), grouped_blocks(8, 8192),
+                      grouped_blocks(8, 8192) - GROUPED_RESIDENT * SMS), [(9, 9), (576, 576), (48, 48)]),
+    Measured("It takes 2.1–2.5 times the floor at batch 1 over 8,192 tokens or more (66 slices, 528 blocks, one full "
+             "wave)", DEC,
+             lambda r: over_floor(r, lab.GROUPED, [(1, 8192), (1, 32768)])
+             + (decode_launch.splits_for(1, 8, 8192, SMS), grouped_blocks(1, 8192), grouped_blocks(1, 32768)),
+             [(2.05, 2.5), (2.05, 2.5), (66, 66), (528, 528), (528, 528)], unit="×"),
+    Measured("It takes 2.97–3.02 times at batch 8 (1.09 waves) and 2.31–2.33 times at batch 32 (768 blocks, 1.45 "
+             "waves)", DEC,
+             lambda r: over_floor(r, lab.GROUPED, [(8, 8192), (8, 32768)])
+             + (grouped_blocks(8, 8192) / (GROUPED_RESIDENT * SMS),)
+             + over_floor(r, lab.GROUPED, [(32, 8192), (32, 32768)])
+             + (grouped_blocks(32, 8192), grouped_blocks(32, 8192) / (GROUPED_RESIDENT * SMS)),
+             [(2.965, 3.025), (2.965, 3.025), (1.085, 1.095), (2.305, 2.335), (2.305, 2.335), (768, 768),
+              (1.45, 1.46)], unit="×"),
+    Given("In notebook 09 a kernel of synchronous loads needed 24–32 KiB an SM just to reach its knee",
+          "notebook 09's streaming sweep (pipeline.streaming) and its claims file"),
+    Analytic("fits 8 blocks an SM", lambda: REPLICATED_RESIDENT, (8, 8)),
     Measured("takes 0.98–1.08 times one read of the cache at batch 8 and 32 over 8,192 tokens or more", DEC,
              lambda r: over_floor(r, lab.SDPA_GQA, BIG), [(0.98, 1.085)] * 2, unit="×"),
     Measured("At batch 32 it is up to 1.5% *faster* than the read kernel", DEC,
@@ -178,6 +262,17 @@ CLAIMS = [
                         ncu(r, lab.DIM_MAJOR, "sectors") / ncu(r, lab.GROUPED, "sectors"),
                         ncu(r, lab.DIM_MAJOR, "sectors") / 1e6, ncu(r, lab.GROUPED, "sectors") / 1e6),
              [(7.35, 7.45), (4.23, 4.25), (0.565, 0.575), (7.85, 7.95), (67.1, 67.3), (8.45, 8.55)], unit="×"),
+    Measured("the dimension-major kernel issues 1.26 times the warp instructions but takes 2.7 times the time at "
+             "this size", DEC,
+             lambda r: (ncu(r, lab.DIM_MAJOR, "instructions") / ncu(r, lab.GROUPED, "instructions"),
+                        decode_us(r, 8, 8192, lab.DIM_MAJOR) / decode_us(r, 8, 8192, lab.GROUPED)),
+             [(1.25, 1.265), (2.65, 2.75)], unit="×"),
+    Measured("What grows is the L1's work: 7.4 times the requests", DEC,
+             lambda r: ncu(r, lab.DIM_MAJOR, "requests") / ncu(r, lab.GROUPED, "requests"), (7.35, 7.45), unit="×"),
+    Analytic("each touching 16 different 128-byte lines where a token-major request touches 4",
+             lambda: (min(lines_per_request("dimension-major")), max(lines_per_request("dimension-major")),
+                      lines_per_request("token-major")[0], len(lines_per_request("token-major"))),
+             [(16, 16), (16, 16), (4, 4), (1, 1)]),
     Analytic("where the model says 8", lambda: transformer.kv_read_model("dimension-major").fetched_over_useful,
              (8, 8)),
     Measured("Its DRAM bytes are only 1.019 times the grouped model's", DEC,
@@ -187,6 +282,8 @@ CLAIMS = [
              [(12.1, 12.3), (8.38, 8.48)]),
 
     # the layer, op by op
+    Measured("a memory-bound op running at the measured HBM ceiling would show 1.06–1.08 times its floor", MEM,
+             lambda r: H200.hbm_bandwidth_bytes_per_s / lab.ceilings(r)["HBM"], (1.055, 1.085), unit="×"),
     Measured("At **prefill** the projections run at 1.22–1.31 times their compute floor", OPS,
              lambda r: tuple(over_bound(r, "prefill", op) for op in GEMMS), [(1.22, 1.315)] * 4, unit="×"),
     Measured("the gate and up projection alone takes 38–39% of the ops' time", OPS,
@@ -207,14 +304,34 @@ CLAIMS = [
              lambda r: (op_share(r, "decode", ATT), over_bound(r, "decode", ATT)), [(0.425, 0.44), (1.2, 1.22)]),
     Measured("and the four projections 1.2–1.7 times theirs", OPS,
              lambda r: tuple(over_bound(r, "decode", op) for op in GEMMS), [(1.2, 1.7)] * 4, unit="×"),
+    Measured("The small ops take 3.3–7.9 µs each, one or two kernels", OPS,
+             lambda r: (span(op_case(r, "decode", o).median_s * 1e6 for o in SMALL)
+                        + span(len(op_case(r, "decode", o).extra["kernels"]) for o in SMALL)),
+             [(3.25, 3.45), (7.5, 7.95), (1, 1), (2, 2)], unit=" µs"),
+    Analytic("although their floors are 56–287 ns",
+             lambda: span(r.seconds * 1e9 for r in transformer.atlas(transformer.LLAMA3_8B, DECODE, H200)
+                          if r.op.name in SMALL), [(56.0, 56.5), (286.5, 287.0)], unit=" ns"),
+    Measured("RoPE's 10 kernels take 29–30 µs, about 3 µs a kernel", OPS,
+             lambda r: (len(op_case(r, "decode", ROPE).extra["kernels"]), op_case(r, "decode", ROPE).median_s * 1e6,
+                        op_case(r, "decode", ROPE).median_s * 1e6 / len(op_case(r, "decode", ROPE).extra["kernels"])),
+             [(10, 10), (28.5, 30.49), (2.85, 3.05)], unit=" µs"),
     Measured("The persistent GEMM rung runs 1.06–1.13 times cuBLAS's time at prefill", OPS,
              lambda r: course_over_cublas(r, "prefill"), [(1.055, 1.13)] * 2, unit="×"),
     Measured("At decode it takes 1.3–4.2 times cuBLAS's time", OPS, lambda r: course_over_cublas(r, "decode"),
              [(1.29, 4.21)] * 2, unit="×"),
-    Analytic("With M = 16 its 128 × 256 tile leaves 112 of every 128 rows empty, and the Q, K, V projection has 24 "
-             "output tiles for 132 SMs",
-             lambda: (hopper_gemm.rung(5).tile[0] - 16, hopper_gemm.output_tiles(hopper_gemm.rung(5), 16, 6144)),
-             [(112, 112), (24, 24)]),
+    Analytic("With M = 16 its 128 × 256 tile leaves 112 of every 128 rows empty",
+             lambda: (hopper_gemm.rung(5).tile[0] - 16, hopper_gemm.rung(5).tile[1]), [(112, 112), (256, 256)]),
+    Analytic("112 for gate and up, 24 for Q, K, V, 16 each for the output and down projections",
+             lambda: tuple(hopper_gemm.output_tiles(hopper_gemm.rung(5), 16, n) for n in (28672, 6144, 4096)),
+             [(112, 112), (24, 24), (16, 16)]),
+    Measured("1.3 times at 112 tiles, 2.6 times at 24 tiles, 3.9–4.2 times at 16 tiles", OPS,
+             lambda r: tuple(op_case(r, "decode", op, COURSE_GEMM).median_s / op_case(r, "decode", op).median_s
+                             for op in ("gate and up projections", "Q, K, V projection", "output projection",
+                                        "down projection")),
+             [(1.25, 1.35), (2.55, 2.65), (3.85, 4.21), (3.85, 4.21)], unit="×"),
+    Analytic("at batch 16 its split rule gives 640 blocks for the 528 that fit at once, 1.21 waves",
+             lambda: (grouped_blocks(16, 8192), GROUPED_RESIDENT * SMS, grouped_blocks(16, 8192) / (GROUPED_RESIDENT * SMS)),
+             [(640, 640), (528, 528), (1.205, 1.215)]),
     Measured("The course's decode attention takes 2.5–2.6 times SDPA's time", OPS,
              lambda r: op_case(r, "decode", ATT, "course decode attention (grouped)").median_s
              / op_case(r, "decode", ATT).median_s, (2.5, 2.6), unit="×"),
@@ -227,14 +344,28 @@ CLAIMS = [
              lambda r: ((layer(r, "decode", lab.LAYER_EAGER).median_s - layer(r, "decode", lab.LAYER_GRAPH).median_s) * 1e6,
                         layer(r, "decode", lab.LAYER_GRAPH).median_s * 1e6, layer(r, "decode", lab.LAYER_EAGER).median_s * 1e6),
              [(21.5, 25.5), (295.5, 296.5), (317.5, 321.5)], unit=" µs"),
-    Measured("the gaps between 25 launches", OPS, lambda r: layer(r, "decode", lab.LAYER_EAGER).extra["kernels_launched"],
-             (25, 25)),
+    Measured("the gaps between the eager layer's 25 launches, 0.9–1.0 µs a launch", OPS,
+             lambda r: (layer(r, "decode", lab.LAYER_EAGER).extra["kernels_launched"],
+                        (layer(r, "decode", lab.LAYER_EAGER).median_s - layer(r, "decode", lab.LAYER_GRAPH).median_s)
+                        * 1e6 / layer(r, "decode", lab.LAYER_EAGER).extra["kernels_launched"]),
+             [(25, 25), (0.85, 1.04)], unit=" µs"),
     Measured("At prefill, where the kernels are long, the graph saves under 1%", OPS,
              lambda r: 1 - layer(r, "prefill", lab.LAYER_GRAPH).median_s / layer(r, "prefill", lab.LAYER_EAGER).median_s,
              (0.0, 0.01), unit="%"),
     Measured("brings the layer to 1.30 times the floor at prefill and 1.33–1.34 times at decode", OPS,
              lambda r: (layer_over_floor(r, "prefill", lab.LAYER_COMPILED), layer_over_floor(r, "decode", lab.LAYER_COMPILED)),
              [(1.29, 1.31), (1.325, 1.345)], unit="×"),
+    Measured("At decode the projections and attention sit just under the HBM roof, at 1.2–1.7 times their floors",
+             OPS, lambda r: span(over_bound(r, "decode", op) for op in GEMMS + [ATT]), [(1.2, 1.7)] * 2, unit="×"),
+    Measured("The small decode ops sit far under it, at 27–440 times their floors", OPS,
+             lambda r: span(over_bound(r, "decode", op) for op in SMALL + [ROPE]), [(26.5, 27.6), (420, 441)],
+             unit="×"),
+    Measured("sit near the HBM roof (1.26–1.84 times their floors)", OPS,
+             lambda r: span(over_bound(r, "prefill", op) for op in PREFILL_ONE_KERNEL)
+             + span(len(op_case(r, "prefill", op).extra["kernels"]) for op in PREFILL_ONE_KERNEL),
+             [(1.255, 1.265), (1.78, 1.845), (1, 1), (1, 1)], unit="×"),
+    Measured("The course's grouped kernel still takes 2.1–3.4 times one read of the cache", DEC,
+             lambda r: over_floor(r, lab.GROUPED), [(2.05, 3.45)] * 2, unit="×"),
     Measured("and the measured layer came to 1.30–1.57 times it", OPS, all_layer_over_floor, [(1.29, 1.58)] * 2,
              unit="×"),
     Measured("if the kernel reads each KV head once for its group (ncu: 1.004 times the grouped model)", DEC,
