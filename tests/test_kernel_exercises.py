@@ -348,3 +348,15 @@ def test_the_sass_readers_on_listings():
     assert c.unfenced_releases(fenced) == 0 and c.unfenced_releases(fenced[1:]) == 1
     assert c.local_memory(["@P1 STL [R1], R2", "LDL R3, [R1]", "LDS R4, [R5]"]) == 2
     assert c.mnemonic("@!P2 BRA 0x100") == "BRA" and c.count_ops(["BAR.SYNC.DEFER_BLOCKING 0x0"], "BAR.SYNC") == 1
+
+
+@pytest.mark.parametrize("name", ["async_pipeline", "warp_specialized", "register_tile_gemm", "transpose_tile"])
+def test_without_nvdisasm_the_source_stands_in_and_judges_alike(name):
+    """Where no disassembler is installed the checks read the source: the reference still passes and
+    the starter still fails, whatever the signature's spacing."""
+    ex = ke.exercise(name)
+    for source, want in ((ex.solution, True), (re.sub(r"float\*\s*out", "float *out", ex.solution), True),
+                         (ex.starter, False)):
+        _, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
+        assert not problems, problems
+        assert all(f.ok for f in ex.static_findings(source, res, None)) == want, (name, want)

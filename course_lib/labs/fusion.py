@@ -77,7 +77,7 @@ from course_lib.measure.experiments import (
     launch_record,
     require_passed,
 )
-from course_lib.measure.profiler import kernels_launched
+from course_lib.measure.profiler import kernels_launched, short_kernel_name
 from course_lib.measure.target import Target
 from course_lib.models import fusion, occupancy
 
@@ -667,14 +667,6 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
 
 
 # --------------------------------------------------------------------------- analysis for the notebook
-
-def short_kernel_name(name: str) -> str:
-    """A profiler kernel name without its template arguments and parameter list."""
-    head = name.replace("(anonymous namespace)::", "").split("(")[0]
-    if "<" in head:
-        head = head.split("<")[0]
-    return head.replace("void ", "").strip() or name
-
 
 def _by(result, *keys) -> dict:
     return {tuple(c.params[k] for k in keys): c for c in result.cases}

@@ -21,12 +21,12 @@ from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
-from course_lib.launch.memory_hierarchy import bytes_read, run_read
-from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance_rel
+from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
+from course_lib.launch.operands import bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel
 from course_lib.measure import profiler
-from course_lib.measure.evidence import Case
+from course_lib.measure.evidence import Case, Check
 from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
-from course_lib.measure.profiler import kernels_launched
+from course_lib.measure.profiler import kernels_launched, short_kernel_name
 from course_lib.measure.target import Target
 from course_lib.models import transformer
 from course_lib.models.transformer import MODELS
@@ -50,8 +50,7 @@ def memory_ceilings(per_block_sets: list[int], shared_sets: list[int], bytes_per
                     samples: int) -> list[Case]:
     import cupy
 
-    sms = detect().sm_count
-    blocks = 8 * sms    # 2,048 threads an SM at 256 a block
+    blocks = full_grid(detect().sm_count)
     sink = cupy.zeros(1, cupy.uint32)
     cases = []
     for kind, sets in (("per block", per_block_sets), ("partitioned", shared_sets)):
@@ -65,8 +64,7 @@ def memory_ceilings(per_block_sets: list[int], shared_sets: list[int], bytes_per
             sink.fill(0)
             run_read(kind, buf, 1, blocks | 1, sink, check=True)
             got = int(sink[0])
-            check = {"reference": "XOR of the set, computed on the host", "max_abs_err": float(got != want),
-                     "tolerance": 0.0, "passed": got == want}
+            check = Check("XOR of the set, computed on the host", float(got != want), 0.0).to_json()
             t = benchmark(lambda: run_read(kind, buf, reps, blocks, sink), samples)
             cases.append(require_passed(Case(
                 f"{kind}, {set_bytes} B", {"kind": kind, "set_bytes": set_bytes}, f"memory_hierarchy.{kind}", t,
@@ -189,7 +187,7 @@ def profile_decode(model: str, batch: int, context: int) -> None:
     import cupy
 
     ops = _DecodeOperands(MODELS[model], batch, context, 7)
-    plans = ops.plans(cupy.zeros(1, cupy.uint32), 8 * detect().sm_count)
+    plans = ops.plans(cupy.zeros(1, cupy.uint32), full_grid(detect().sm_count))
     for plan in PROFILED_PLANS:
         plans[plan]()
     cupy.cuda.Device().synchronize()
@@ -231,7 +229,8 @@ def decode_attention(model: str, batches: list[int], contexts: list[int], sample
     import torch
 
     shape = MODELS[model]
-    blocks = 8 * detect().sm_count
+    sms = detect().sm_count
+    blocks = full_grid(sms)
     sink = cupy.zeros(1, cupy.uint32)
     cases = []
     for batch in batches:
@@ -245,8 +244,7 @@ def decode_attention(model: str, batches: list[int], contexts: list[int], sample
             checks, kernels = {}, {}
             for plan, fn in plans.items():
                 if plan == CACHE_READ:
-                    checks[plan] = {"reference": "none: the read's result is discarded", "max_abs_err": 0.0,
-                                    "tolerance": 0.0, "passed": True}
+                    checks[plan] = Check("none: the read's result is discarded", 0.0, 0.0).to_json()
                     continue
                 ops.out.fill(0xFFFF)
                 got = _decode_output(plan, fn(), ops)[:checked]
@@ -266,7 +264,7 @@ def decode_attention(model: str, batches: list[int], contexts: list[int], sample
                     extra["kernels"] = kernels[plan]
                 if plan in (GROUPED, REPLICATED, DIM_MAJOR):   # the replicated cache has a KV head per query head
                     heads = shape.q_heads if plan == REPLICATED else shape.kv_heads
-                    extra["splits"] = decode.splits_for(batch, heads, context, detect().sm_count)
+                    extra["splits"] = decode.splits_for(batch, heads, context, sms)
                 case = Case(f"batch {batch}, context {context}: {plan}",
                             {"batch": batch, "context": context, "plan": plan},
                             plan, t, 0.0 if plan == CACHE_READ else flop, plan_bytes(shape, batch, context, plan),
@@ -443,7 +441,6 @@ class _Layer:
 def _course_gemm(layer: _Layer, name: str):
     """The course's GEMM (notebook 10's persistent rung) for one projection: (call, output, reference),
     or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's [out, in] weight."""
-    import cupy
     import torch
 
     if str(detect().compute_capability) != hopper_gemm.HOPPER_CC:
@@ -455,8 +452,7 @@ def _course_gemm(layer: _Layer, name: str):
         return None
     w, k = weights[name]
     a = (torch.randn(phase.rows, k, device="cuda") * 0.5).to(torch.bfloat16)
-    bits = lambda t: cupy.from_dlpack(t.contiguous().view(torch.int16)).view(cupy.uint16)   # noqa: E731
-    a_bits, w_bits = bits(a), bits(w)
+    a_bits, w_bits = bf16_bits(a), bf16_bits(w)
     c_bits = hopper_gemm.nan_output(phase.rows, w.shape[0])
     rung = hopper_gemm.rung(5)
     return (lambda: hopper_gemm.run(rung, a_bits, w_bits, c_bits), c_bits,
@@ -548,7 +544,7 @@ def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, c
 
 
 def _ok(label: str) -> dict:
-    return {"reference": f"{label} is the reference", "max_abs_err": 0.0, "tolerance": 0.0, "passed": True}
+    return Check(f"{label} is the reference", 0.0, 0.0).to_json()
 
 
 def _course_decode_call(layer: _Layer):
@@ -558,10 +554,9 @@ def _course_decode_call(layer: _Layer):
     import torch
 
     p, s = layer.phase, layer.shape
-    bits = lambda t: cupy.from_dlpack(t.contiguous().view(torch.int16)).view(cupy.uint16)   # noqa: E731
     q = (torch.randn(p.batch, s.q_heads, s.head_dim, device="cuda")).to(torch.bfloat16)
     k, v = layer.cache_k[:, :, :p.context].contiguous(), layer.cache_v[:, :, :p.context].contiguous()
-    q_bits, k_bits, v_bits = bits(q), bits(k), bits(v)
+    q_bits, k_bits, v_bits = bf16_bits(q), bf16_bits(k), bf16_bits(v)
     out = cupy.full(q_bits.shape, 0xFFFF, dtype=cupy.uint16)
     want = torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, enable_gqa=True)[:, :, 0]
     decode.run_decode(q_bits, k_bits, v_bits, out, s.group)
@@ -676,13 +671,7 @@ def decode_loop_source() -> str:
     return text[start:end].rstrip()
 
 
-def short_kernel(name: str) -> str:
-    """A profiler kernel name without its template arguments and parameters."""
-    head = name.replace("void ", "").split("(")[0]
-    return (head.split("<")[0] if "<" in head else head)[:70]
-
-
 def decode_kernels(result, batch: int, context: int) -> dict[str, list[str]]:
     """The kernels each PyTorch plan launched at one size: which SDPA backend ran, and the copies."""
-    return {c.params["plan"]: [short_kernel(k) for k in c.extra["kernels"]] for c in result.cases
+    return {c.params["plan"]: [short_kernel_name(k)[:70] for k in c.extra["kernels"]] for c in result.cases
             if c.params["batch"] == batch and c.params["context"] == context and "kernels" in c.extra}

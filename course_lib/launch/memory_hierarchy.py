@@ -13,6 +13,11 @@ THREADS = 256
 KINDS = {"per block": "read_per_block", "partitioned": "read_partitioned"}
 
 
+def full_grid(sms: int) -> int:
+    """Blocks that fill every SM's 2,048 threads at once: the grid the ceilings are measured with."""
+    return sms * 2048 // THREADS
+
+
 def bytes_read(kind: str, set_bytes: int, reps: int, blocks: int) -> int:
     """What one launch reads: the set ``reps`` times, by every block (``per block``) or by the grid once."""
     if kind not in KINDS:

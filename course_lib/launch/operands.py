@@ -33,6 +33,15 @@ def torch_view(x):
     return torch.as_tensor(x, device="cuda")
 
 
+def bf16_bits(t):
+    """The bf16 bit patterns (uint16) of a torch bf16 tensor as a zero-copy CuPy array: the inverse
+    of ``torch_view``, for handing PyTorch's operands to a course kernel."""
+    import cupy
+    import torch
+
+    return cupy.from_dlpack(t.contiguous().view(torch.int16)).view(cupy.uint16)
+
+
 FP32_RTOL = 1e-5   # times max(1, K/1024) times max|reference|: fp32 rounding grows with the reduction
 
 

@@ -183,6 +183,14 @@ def profiled_result(result):
                       f"{recorded.provenance} instead.")
 
 
+def short_kernel_name(name: str) -> str:
+    """A profiler kernel name without its template arguments and parameter list."""
+    head = name.replace("(anonymous namespace)::", "").split("(")[0]
+    if "<" in head:
+        head = head.split("<")[0]
+    return head.replace("void ", "").strip() or name
+
+
 def kernels_launched(fn) -> list[str]:
     """The CUDA kernels one call of ``fn`` launches, in order, as the PyTorch profiler names them
     (memsets and copies included: they are work the call asked for too)."""

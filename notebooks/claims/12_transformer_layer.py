@@ -10,7 +10,7 @@ from course_lib.models import transformer, waves
 
 MEM, DEC, OPS = "layer.memory_ceilings", "layer.decode_attention", "layer.ops"
 H200 = spec("h200")
-KIB, MIB = 1 << 10, 1 << 20
+MIB = 1 << 20
 
 
 def shares(phase, kinds=None, names=None) -> float:

@@ -131,6 +131,13 @@ def unfenced_releases(sass: list[str], window: int = 4) -> int:
     return out
 
 
+def _from_entry(source: str, kernel: str) -> str:
+    """The source from the kernel's name on (helpers above it left out), however its signature is spaced."""
+    body = strip_comments(source)
+    found = re.search(rf"\b{kernel}\s*\(", body)
+    return body[found.start():] if found else body
+
+
 def local_memory(sass: list[str]) -> int:
     """Local-memory loads and stores (LDL, STL): a thread's array the compiler could not keep in registers."""
     return count_ops(sass, "LDL") + count_ops(sass, "STL")
@@ -517,8 +524,7 @@ def _pipeline_checks(source: str, res: cuda.KernelResources, sass: list[str] | N
                                  f"{'s' * (max(waits) != 1)} (DEPBAR.LE SB0, {max(waits):#x}): a tile stays in flight "
                                  "while one is summed")]
     else:   # no nvdisasm here: the source's calls stand in
-        body = strip_comments(source)
-        kernel_body = body[re.search(r"sum_squares\s*\(", body).start():] if re.search(r"sum_squares\s*\(", body) else body
+        kernel_body = _from_entry(source, "sum_squares")
         copies, waits = "copy16_async(" in kernel_body, "wait_copies<" in kernel_body
         out = [Finding(copies and waits, "the kernel copies with cp.async and waits on its groups" if copies and waits
                        else "the kernel never waits (wait_copies): it could sum a tile before its bytes have landed"
@@ -561,9 +567,7 @@ def _specialized_checks(source: str, res: cuda.KernelResources, sass: list[str] 
         sites, unfenced = wait_sites(sass), unfenced_releases(sass)
         releases = count_ops(sass, "SYNCS.ARRIVE.TRANS64.A1T0") > 0
     else:   # no nvdisasm here: the source's calls stand in
-        body = strip_comments(source)
-        found = re.search(r"sum_squares\s*\(", body)
-        kernel_body = body[found.start():] if found else body
+        kernel_body = _from_entry(source, "sum_squares")
         loads, counts = "bulk_load(" in kernel_body, "mbar_expect_bytes(" in kernel_body
         sites, unfenced = kernel_body.count("mbar_wait("), 0
         releases = "release(" in kernel_body or "mbar_arrive(" in kernel_body
