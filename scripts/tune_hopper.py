@@ -1,7 +1,10 @@
 """Try notebook 10's kernels and their -D variants on a Hopper GPU, quickly, without recording.
 
     python scripts/tune_hopper.py check     # every rung at edge shapes against float64
-    python scripts/tune_hopper.py time      # rungs and variants against cuBLAS, interleaved
+    python scripts/tune_hopper.py check_variants  # VARIANTS at the edge shapes against float64
+    python scripts/tune_hopper.py time      # VARIANTS against cuBLAS, interleaved, at TIMED_SHAPES
+    python scripts/tune_hopper.py profiled  # the first six VARIANTS once at 4096^3, for ncu
+    python scripts/tune_hopper.py sanitized [I ...]  # VARIANTS (or VARIANTS[I]) once at 256x512x320, for compute-sanitizer
     python scripts/tune_hopper.py ceilings  # wgmma and mma.sync instruction ceilings
     python scripts/tune_hopper.py pitfalls  # the release-before-wait and descriptor-swizzle variants
 
@@ -40,12 +43,35 @@ def check() -> None:
 
 
 # (kernel, defines, blocks of a persistent grid, or None for one per SM).
+FIXED = {"HG_REMOTE_RELEASE_CLUSTER": 0}
+INFLIGHT = {"HG_INFLIGHT": 1}
 VARIANTS = [
-    ("hgemm_4_wide", {}, None), ("hgemm_5_persistent", {}, None), ("hgemm_5_persistent", {}, 128),
-    ("hgemm_6_cluster", {}, None), ("hgemm_6_cluster", {}, 128), ("hgemm_6_cluster", {}, 120),
-    ("hgemm_6_cluster", {"HG_GROUP_M": 16}, None), ("hgemm_6_cluster", {"HG_STAGES": 3}, None),
-    ("hgemm_6_cluster", {"HG_ELECTED_ARRIVE": 0}, None),
+    ("hgemm_5_persistent", {}, None), ("hgemm_5_persistent", INFLIGHT, None),
+    ("hgemm_5_persistent", {**INFLIGHT, "HG_GROUP_M": 16}, None),
+    ("hgemm_6_cluster", {}, None), ("hgemm_6_cluster", FIXED, None), ("hgemm_6_cluster", {**FIXED, **INFLIGHT}, None),
+    ("hgemm_6_cluster", {**FIXED, **INFLIGHT, "HG_GROUP_M": 16}, None),
+    ("hgemm_6_cluster", {**FIXED, **INFLIGHT}, 128),
 ]
+TIMED_SHAPES = ([4096, 4096, 4096], [8192, 8192, 8192], [4096, 4096, 4160], [6144, 6144, 6144], [8192, 1024, 8192],
+                [2304, 2304, 2304], [4096, 4096, 4096])
+
+
+def check_variants() -> None:
+    """Every variant at the edge shapes against float64, before any is timed."""
+    import cupy
+
+    for m, n, k in lab_hopper.EDGE_SHAPES + [[4096, 4096, 4160]]:
+        a, b, _, _ = hg.operands(m, n, k, 5)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        scale = max(float(cupy.abs(exact).max()), 1e-30)
+        for kernel, d, blocks in VARIANTS:
+            c = hg.nan_output(m, n)
+            hg.run(kernel, a, b, c, d, blocks=blocks)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max()) / scale
+            ok = err < 2 ** -7
+            print(f"check {kernel} {d} {blocks} {m}x{n}x{k}: {err:.2e} {'ok' if ok else 'WRONG'}")
+            if not ok:
+                raise AssertionError(f"{kernel} {d} wrong at {m}x{n}x{k}")
 
 
 def time() -> None:
@@ -53,7 +79,7 @@ def time() -> None:
 
     from course_lib.core.timing import benchmark_interleaved
 
-    for m, n, k in ([4096, 4096, 4096], [8192, 8192, 8192], [2048, 2048, 16384]):
+    for m, n, k in TIMED_SHAPES:
         a, b, ta, tb = hg.operands(m, n, k, 7)
         outs = [hg.nan_output(m, n) for _ in VARIANTS]
         ref = torch.mm(ta, tb.t()).float()
@@ -70,6 +96,28 @@ def time() -> None:
             err = float((got - ref).abs().max() / ref.abs().max())
             print(f"{kernel:20s} {str(d) + (f' {smem} blocks' if smem else ''):36s} {t.median_s * 1e6:9.1f} us {flop / t.median_s / 1e12:6.0f} TFLOP/s "
                   f"{100 * lib / t.median_s:5.1f}% of cuBLAS  err {err:.1e}")
+
+
+def profiled() -> None:
+    """Each variant launched once at 4096^3, for ncu."""
+    import cupy
+
+    a, b, _, _ = hg.operands(4096, 4096, 4096, 7)
+    c = hg.nan_output(4096, 4096)
+    for kernel, d, blocks in VARIANTS[:6]:
+        hg.run(kernel, a, b, c, d, blocks=blocks)
+    cupy.cuda.Device().synchronize()
+
+
+def sanitized() -> None:
+    """The in-flight and default-release variants once at a small edge shape, for compute-sanitizer."""
+    import cupy
+
+    a, b, _, _ = hg.operands(256, 512, 320, 71)
+    chosen = [VARIANTS[int(i)] for i in sys.argv[2:]] or VARIANTS   # indices into VARIANTS, or all
+    for kernel, d, blocks in chosen:
+        hg.run(kernel, a, b, hg.nan_output(256, 512), d, blocks=blocks)
+    cupy.cuda.Device().synchronize()
 
 
 def ceilings() -> None:
@@ -105,4 +153,5 @@ def pitfalls() -> None:
 
 
 if __name__ == "__main__":
-    {"check": check, "time": time, "ceilings": ceilings, "pitfalls": pitfalls}[sys.argv[1]]()
+    {"check": check, "check_variants": check_variants, "time": time, "profiled": profiled,
+     "sanitized": sanitized, "ceilings": ceilings, "pitfalls": pitfalls}[sys.argv[1]]()

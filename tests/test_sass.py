@@ -43,3 +43,27 @@ def test_rung_diffs_show_what_each_rung_changes():
     assert d.startswith("--- sgemm_coalesced\n+++ sgemm_smem") and "+    __shared__ float As" in d
     with pytest.raises(ValueError, match="first rung"):
         lab_gemm.rung_diff("sgemm_naive")
+
+
+@pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
+def test_rung_6s_cluster_scope_release_is_a_gpu_membar_and_the_default_release_is_not():
+    from course_lib.core import cuda
+
+    def membars(options):
+        lines = sass.listing(cuda.compile_family("hopper_gemm", "sm_90a", options).cubin)["hgemm_6_cluster"]
+        return sum("MEMBAR.ALL.GPU" in line for line in lines)
+
+    # the cluster barriers at the start and end fence too; the slot release adds its own, in the K loop
+    assert membars(("-DHG_REMOTE_RELEASE_CLUSTER=1",)) == membars(("-DHG_REMOTE_RELEASE_CLUSTER=0",)) + 1
+
+
+@pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
+def test_one_wgmma_group_in_flight_waits_for_one_group_then_none():
+    from course_lib.core import cuda
+
+    def depbars(options):
+        lines = sass.listing(cuda.compile_family("hopper_gemm", "sm_90a", options).cubin)["hgemm_5_persistent"]
+        return sorted(line.split("WARPGROUP.DEPBAR")[1].split(";")[0].strip() for line in lines if "WARPGROUP.DEPBAR" in line)
+
+    assert depbars(()) == [".LE gsb0, 0x0"]
+    assert depbars(("-DHG_INFLIGHT=1",)) == [".LE gsb0, 0x0", ".LE gsb0, 0x1"]

@@ -11,7 +11,7 @@
 //                   bulk_load_g2s, bulk_store_s2g, bulk_commit_group, bulk_wait_group_read<N>,
 //                   fence_proxy_async_shared_cta
 //   fusion.cu       smem_u32, cp_async16, cp_async4_ca, cp_async_commit, cp_async_wait_all
-//   hopper_gemm.cu  mbar_init, mbar_init_fence, mbar_arrive, mbar_arrive_cluster, mbar_expect_bytes,
+//   hopper_gemm.cu  mbar_init, mbar_init_fence, mbar_arrive, mbar_arrive_cluster, mbar_arrive_remote, mbar_expect_bytes,
 //                   mbar_wait, tma_load_2d, tma_load_2d_multicast, fence_proxy_async_shared_cta
 //   notebook 10's kernel exercise (course_lib/kernels/exercises/warp_specialized/): smem_u32, mbar_init,
 //                   mbar_init_fence, mbar_arrive, mbar_expect_bytes, mbar_wait (it writes its own
@@ -115,6 +115,13 @@ __device__ __forceinline__ void mbar_arrive(u32 bar) {
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
     asm volatile("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;\n"
                  "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }"
+                 :: "r"(bar), "r"(cta) : "memory");
+}
+// The same arrive with the default semantics (.release at CTA scope), as CUTLASS's cluster barrier
+// does it: notebook 10 measures what the cluster-scope release costs rung 6.
+__device__ __forceinline__ void mbar_arrive_remote(u32 bar, u32 cta) {
+    asm volatile("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
                  :: "r"(bar), "r"(cta) : "memory");
 }
 // Arrive, and add `bytes` to the transaction count the current phase waits for.

@@ -48,6 +48,12 @@
 #ifndef HG_PRODUCER_REGS
 #define HG_PRODUCER_REGS 40
 #endif
+#ifndef HG_INFLIGHT
+#define HG_INFLIGHT 0         // 1: a consumer keeps one k-block's wgmma group running while it issues the next
+#endif
+#ifndef HG_REMOTE_RELEASE_CLUSTER
+#define HG_REMOTE_RELEASE_CLUSTER 1   // rung 6: 1 frees the other block's slot with .release.cluster, 0 with the default (.cta)
+#endif
 #ifndef HG_RELEASE_BEFORE_WAIT
 #define HG_RELEASE_BEFORE_WAIT 0   // 1: the pitfall: free a slot before the wgmma reading it has finished
 #endif
@@ -229,7 +235,8 @@ __device__ __forceinline__ void release(u32 empty_bar) {
 __device__ __forceinline__ void release_in_cluster(u32 empty_bar, u32 other_cta) {
     if (!HG_ELECTED_ARRIVE || threadIdx.x % 128 == 0) {
         mbar_arrive(empty_bar);
-        mbar_arrive_cluster(empty_bar, other_cta);
+        if (HG_REMOTE_RELEASE_CLUSTER) mbar_arrive_cluster(empty_bar, other_cta);
+        else mbar_arrive_remote(empty_bar, other_cta);
     }
 }
 
@@ -242,6 +249,24 @@ __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& r
         if (other_cta < 0) release(sl.empty(slot));
         else release_in_cluster(sl.empty(slot), (u32)other_cta);
     };
+#if HG_INFLIGHT
+    // One group stays in flight: after issuing k-block kt's wgmmas, wait until only they run, so
+    // k-block kt - 1's are done and its slot can be freed while the tensor cores work on kt.
+    int previous = -1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.full(ring.slot), ring.phase);
+        wgmma_fence();
+        wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (previous >= 0) free_slot(previous);
+        previous = ring.slot;
+        ring.advance(S);
+    }
+    wgmma_wait<0>();
+    if (previous >= 0) free_slot(previous);
+    accumulators_ready(d);
+#else
     for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(sl.full(ring.slot), ring.phase);
         wgmma_fence();
@@ -257,6 +282,7 @@ __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& r
         accumulators_ready(d);
         ring.advance(S);
     }
+#endif
 }
 
 // The producer's K loop over one output tile: wait for each slot to be freed, refill it. On the
