@@ -4,7 +4,7 @@
     python scripts/tune_hopper.py check_variants  # VARIANTS at the edge shapes against float64
     python scripts/tune_hopper.py time      # VARIANTS against cuBLAS, interleaved, at TIMED_SHAPES
     python scripts/tune_hopper.py profiled  # the first six VARIANTS once at 4096^3, for ncu
-    python scripts/tune_hopper.py sanitized [I ...]  # VARIANTS (or VARIANTS[I]) once at 256x512x320, for compute-sanitizer
+    python scripts/tune_hopper.py sanitized [I ...]  # VARIANTS (or VARIANTS[I]) once at three edge shapes, for compute-sanitizer
     python scripts/tune_hopper.py ceilings  # wgmma and mma.sync instruction ceilings
     python scripts/tune_hopper.py pitfalls  # the release-before-wait and descriptor-swizzle variants
 
@@ -43,14 +43,12 @@ def check() -> None:
 
 
 # (kernel, defines, blocks of a persistent grid, or None for one per SM).
-FIXED = {"HG_REMOTE_RELEASE_CLUSTER": 0}
+CLUSTER_RELEASE = {"HG_REMOTE_RELEASE_CLUSTER": 1}
 INFLIGHT = {"HG_INFLIGHT": 1}
 VARIANTS = [
-    ("hgemm_5_persistent", {}, None), ("hgemm_5_persistent", INFLIGHT, None),
-    ("hgemm_5_persistent", {**INFLIGHT, "HG_GROUP_M": 16}, None),
-    ("hgemm_6_cluster", {}, None), ("hgemm_6_cluster", FIXED, None), ("hgemm_6_cluster", {**FIXED, **INFLIGHT}, None),
-    ("hgemm_6_cluster", {**FIXED, **INFLIGHT, "HG_GROUP_M": 16}, None),
-    ("hgemm_6_cluster", {**FIXED, **INFLIGHT}, 128),
+    ("hgemm_5_persistent", {}, None), ("hgemm_6_cluster", {}, None), ("hgemm_6_cluster", CLUSTER_RELEASE, None),
+    ("hgemm_7_tma_store", {}, None), ("hgemm_7_tma_store", {}, 128), ("hgemm_7_tma_store", INFLIGHT, None),
+    ("hgemm_7_tma_store", INFLIGHT, 128), ("hgemm_6_cluster", {}, 128),
 ]
 TIMED_SHAPES = ([4096, 4096, 4096], [8192, 8192, 8192], [4096, 4096, 4160], [6144, 6144, 6144], [8192, 1024, 8192],
                 [2304, 2304, 2304], [4096, 4096, 4096])
@@ -110,13 +108,14 @@ def profiled() -> None:
 
 
 def sanitized() -> None:
-    """The in-flight and default-release variants once at a small edge shape, for compute-sanitizer."""
+    """VARIANTS once at small edge shapes (both of rung 7's stores, a half-empty last pair), for compute-sanitizer."""
     import cupy
 
-    a, b, _, _ = hg.operands(256, 512, 320, 71)
     chosen = [VARIANTS[int(i)] for i in sys.argv[2:]] or VARIANTS   # indices into VARIANTS, or all
-    for kernel, d, blocks in chosen:
-        hg.run(kernel, a, b, hg.nan_output(256, 512), d, blocks=blocks)
+    for m, n, k in ((256, 512, 320), (129, 257, 200), (1, 8, 8)):
+        a, b, _, _ = hg.operands(m, n, k, 71)
+        for kernel, d, blocks in chosen:
+            hg.run(kernel, a, b, hg.nan_output(m, n), d, blocks=blocks)
     cupy.cuda.Device().synchronize()
 
 

@@ -104,8 +104,10 @@ def test_geometry_is_one_block_per_tile_or_one_per_sm():
     assert hopper_gemm.geometry(r1, 129, 257, 132)[0] == (2 * 3,)
     assert hopper_gemm.geometry(r5, 4096, 4096, 132)[0] == (132,)
     assert hopper_gemm.geometry(r5, 100, 100, 132)[0] == (1,)
+    r7 = hopper_gemm.rung(7)
+    assert hopper_gemm.geometry(r7, 4096, 4096, 132) == ((132,), (384,), 214_064)   # 3 slots + the 64 KiB stage
     with pytest.raises(KeyError, match="the ladder has"):
-        hopper_gemm.rung(7)
+        hopper_gemm.rung(8)
 
 
 def test_bad_k_and_wrong_gpu_are_refused_in_words():
@@ -122,12 +124,14 @@ def test_bad_k_and_wrong_gpu_are_refused_in_words():
 
 def test_every_rung_is_shown_as_a_diff_of_the_last():
     assert lab_hopper.rung_diff(1).lstrip().startswith("// Rung 1.")
-    for n in range(2, 7):
+    for n in range(2, 8):
         diff = lab_hopper.rung_diff(n)
         assert diff.startswith(f"--- {hopper_gemm.rung(n - 1).kernel}\n+++ {hopper_gemm.rung(n).kernel}")
     assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
     assert "tile_origin" in lab_hopper.rung_diff(5)
-    assert "tma_load_2d_multicast" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
+    assert "produce_pair_tile" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
+    assert "+            if (tma_store) store_tile_tma<BN>" in lab_hopper.rung_diff(7)
+    assert "tma_load_2d_multicast" in lab_hopper.helper_source("produce_pair_tile")
     helpers = lab_hopper.helper_source("produce_tile", "consume_tile", "release")
     assert "mbar_wait(sl.empty(ring.slot), ring.phase ^ 1)" in helpers and helpers.count("__device__") == 3
 
@@ -148,19 +152,19 @@ def recorded():
 def test_recorded_best_rung_reaches_the_target_at_4096_and_8192(recorded):
     for shape in ([4096, 4096, 4096], [8192, 8192, 8192]):
         kernel, pct = lab_hopper.best_rung_percent(recorded["ladder"], shape)
-        assert kernel == "hgemm_5_persistent" and pct >= 80
+        assert kernel == "hgemm_7_tma_store" and pct >= 95
 
 
 def test_recorded_ladder_covers_every_rung_and_shape_and_checks_passed(recorded):
     rows = lab_hopper.ladder_rows(recorded["ladder"])
-    assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "6", "cuBLAS"]
+    assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "6", "7", "cuBLAS"]
     assert len(rows[0]) == 1 + 2 * 4
     assert all(c.check["passed"] for res in recorded.values() for c in res.cases)
 
 
 def test_recorded_edges_cover_every_rung_at_every_shape(recorded):
     rows = lab_hopper.edges_rows(recorded["edges"])
-    assert len(rows) == len(hopper_gemm.RUNGS) == 6 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
+    assert len(rows) == len(hopper_gemm.RUNGS) == 7 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
     assert all(v.endswith("✔") for r in rows for k, v in r.items() if k != "rung")
 
 

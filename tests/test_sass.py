@@ -67,3 +67,17 @@ def test_one_wgmma_group_in_flight_waits_for_one_group_then_none():
 
     assert depbars(()) == [".LE gsb0, 0x0"]
     assert depbars(("-DHG_INFLIGHT=1",)) == [".LE gsb0, 0x0", ".LE gsb0, 0x1"]
+
+
+@pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
+def test_rung_7_stores_through_stmatrix_and_the_tma_and_keeps_rung_6s_stores_for_odd_n():
+    from course_lib.core import cuda
+
+    listing = sass.listing(cuda.compile_family("hopper_gemm", "sm_90a").cubin)
+    rung6, rung7 = listing["hgemm_6_cluster"], listing["hgemm_7_tma_store"]
+    # 16 stmatrix.x4 per consumer thread (a 64 x 256 tile is 32 column groups of 8, two per x4), four
+    # 64 x 64 TMA stores per consumer, and no stmatrix or TMA store in rung 6
+    assert sum("STSM" in line for line in rung7) == 16 and sum("UTMASTG" in line for line in rung7) == 4
+    assert not any("STSM" in line or "UTMASTG" in line for line in rung6)
+    # the direct stores (N % 8 != 0) are still there: rung 6's global stores, all of them
+    assert sum(" STG" in line for line in rung7) >= sum(" STG" in line for line in rung6)

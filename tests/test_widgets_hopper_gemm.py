@@ -168,3 +168,17 @@ def test_the_parity_figure_draws_each_wait():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert sum("wait(full," in t for t in texts) == 4 and sum("wait(empty," in t for t in texts) == 4
     assert "tile 0: wait(empty, 1)" in texts and "wait(full, 1)" in texts
+
+
+def test_rung_7s_output_stage_is_the_kernels_and_leaves_room_for_three_slots_not_four():
+    r = hg.rung(7)
+    t = hopper.tile_budget("h200", *r.tile, MACROS["HG_BK"], MACROS["HG_STORE_STAGES"], r.consumers, True, tma_store=True)
+    assert t.smem_per_block_bytes == hg.smem_bytes(r) == 214_064 and t.output_stage_bytes == 128 * 256 * 2
+    assert t.launch_registers == RESOURCES[r.kernel].registers
+    with pytest.raises(ValueError, match="64 KiB output stage"):
+        hopper.tile_budget("h200", *r.tile, MACROS["HG_BK"], 4, r.consumers, True, tma_store=True)
+    calc = hopper_tile_calculator(stages=4)
+    calc.epilogue.value = "TMA store"
+    assert "does not fit" in calc.answer.value
+    calc.stages.value = 3
+    assert shown(calc, "course-smem") == "214,064"

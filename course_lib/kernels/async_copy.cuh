@@ -12,7 +12,8 @@
 //                   fence_proxy_async_shared_cta
 //   fusion.cu       smem_u32, cp_async16, cp_async4_ca, cp_async_commit, cp_async_wait_all
 //   hopper_gemm.cu  mbar_init, mbar_init_fence, mbar_arrive, mbar_arrive_cluster, mbar_arrive_remote, mbar_expect_bytes,
-//                   mbar_wait, tma_load_2d, tma_load_2d_multicast, fence_proxy_async_shared_cta
+//                   mbar_wait, tma_load_2d, tma_load_2d_multicast, tma_store_2d, bulk_commit_group,
+//                   bulk_wait_group_read<N>, fence_proxy_async_shared_cta
 //   notebook 10's kernel exercise (course_lib/kernels/exercises/warp_specialized/): smem_u32, mbar_init,
 //                   mbar_init_fence, mbar_arrive, mbar_expect_bytes, mbar_wait (it writes its own
 //                   bulk_load and release, so the header must not take those names)
@@ -211,6 +212,13 @@ __device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const void* map, 
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
                  " [%0], [%1, {%2, %3}], [%4], %5;"
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(cta_mask) : "memory");
+}
+
+// A box of shared memory at src (laid out as tma_load_2d would have written it) into a 2-D tensor at
+// (x, y), in this thread's bulk group; the parts of the box outside the tensor are not written.
+__device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(map), "r"(x), "r"(y), "r"(src) : "memory");
 }
 
 #endif  // sm_90+

@@ -21,6 +21,9 @@
 //                        producer loads the next tile while the consumers store the last
 //   hgemm_6_cluster      clusters of two blocks on vertically adjacent tiles, which share their B
 //                        tile: each block's TMA fetches half of it and multicasts it to both
+//   hgemm_7_tma_store    the output tile leaves through shared memory: stmatrix writes it in the TMA's
+//                        swizzled layout and one thread per consumer stores it with the TMA, which
+//                        runs on while the consumers start the next tile
 //
 // Every mbarrier wait gives up after ASYNC_WAIT_NS with a trap (async_copy.cuh): a wrong parity or
 // byte count fails the launch instead of hanging it.
@@ -32,6 +35,9 @@
 #endif
 #ifndef HG_STAGES
 #define HG_STAGES 4           // rungs 3-5's slots (4 x 48 KiB at 128x256: one block per SM)
+#endif
+#ifndef HG_STORE_STAGES
+#define HG_STORE_STAGES 3     // rung 7's slots: 3 x 48 KiB, and 64 KiB for the output tile on its way out
 #endif
 #ifndef HG_GROUP_M
 #define HG_GROUP_M 8          // rung 5: tile rows per band of the grouped order (1: row by row)
@@ -52,7 +58,8 @@
 #define HG_INFLIGHT 0         // 1: a consumer keeps one k-block's wgmma group running while it issues the next
 #endif
 #ifndef HG_REMOTE_RELEASE_CLUSTER
-#define HG_REMOTE_RELEASE_CLUSTER 1   // rung 6: 1 frees the other block's slot with .release.cluster, 0 with the default (.cta)
+#define HG_REMOTE_RELEASE_CLUSTER 0   // rungs 6-7: 0 frees the other block's slot with the default .release.cta,
+                                      // 1 (the measured pitfall) with .release.cluster, a MEMBAR.ALL.GPU per slot
 #endif
 #ifndef HG_RELEASE_BEFORE_WAIT
 #define HG_RELEASE_BEFORE_WAIT 0   // 1: the pitfall: free a slot before the wgmma reading it has finished
@@ -297,6 +304,21 @@ __device__ __forceinline__ void produce_tile(const Slots<BM, BN, S>& sl, Ring& r
     }
 }
 
+// The producer's K loop over one tile of a cluster pair (rungs 6-7): its own A rows, and half of the
+// B rows multicast into the same slot of both blocks; each slot's full barrier counts all 48 KiB.
+template <int BM, int BN, int S>
+__device__ __forceinline__ void produce_pair_tile(const Slots<BM, BN, S>& sl, Ring& ring, const u64* maps, int k_tiles,
+                                                  int row0, int col0, u32 rank) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.empty(ring.slot), ring.phase ^ 1);
+        mbar_expect_bytes(sl.full(ring.slot), sl.BYTES);   // all of it: A, and both halves of B
+        tma_load_2d(sl.a(ring.slot), maps, kt * HG_BK, row0, sl.full(ring.slot));
+        tma_load_2d_multicast(sl.b(ring.slot) + rank * (BN / 2) * 128, maps + 16, kt * HG_BK,
+                              col0 + rank * (BN / 2), sl.full(ring.slot), 0x3);
+        ring.advance(S);
+    }
+}
+
 template <u32 REGS> __device__ __forceinline__ void registers_down() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS));
 }
@@ -467,6 +489,22 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
+// Rungs 6-7's schedule: cluster c takes tile pairs c, c + clusters, ... of the grouped order; a pair
+// is two vertically adjacent BM x BN tiles with the same B rows, and block `rank` of the cluster
+// computes the upper (0) or the lower (1) one.
+template <int BM, int BN>
+struct PairGrid {
+    int grid_n, pair_rows, pairs, cluster, clusters;
+    u32 rank;
+    __device__ __forceinline__ PairGrid(int M, int N)
+        : grid_n((N + BN - 1) / BN), pair_rows(((M + BM - 1) / BM + 1) / 2), pairs(pair_rows * grid_n),
+          cluster(blockIdx.x / 2), clusters(gridDim.x / 2), rank(cluster_rank()) {}
+    __device__ __forceinline__ void origin(int p, int& row0, int& col0) const {
+        tile_origin(p, pair_rows, grid_n, (HG_GROUP_M + 1) / 2, 2 * BM, BN, row0, col0);
+        row0 += rank * BM;
+    }
+};
+
 // Rung 6. Launch: grid (2 * min(SMs / 2, tile pairs)), block (384), clusters of 2 (fixed here by
 // __cluster_dims__), dynamic shared memory as rung 4. maps: A as before; B with boxes {64, 128}, half
 // a B tile. Cluster c takes tile pairs c, c + gridDim.x / 2, ...: a pair is two vertically adjacent
@@ -478,10 +516,7 @@ hgemm_6_cluster(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __rest
     constexpr int BM = 128, BN = 256;
     extern __shared__ __align__(1024) unsigned char smem[];
     const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
-    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int pair_rows = (grid_m + 1) / 2, pairs = pair_rows * grid_n;
-    const int cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
-    const u32 rank = cluster_rank();
+    const PairGrid<BM, BN> pg(M, N);
     init_slots(sl, maps, 2 * HG_EMPTY_ARRIVALS(2));
     cluster_sync();   // both blocks' barriers exist before either multicasts into, or arrives on, the other's
     const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
@@ -492,29 +527,115 @@ hgemm_6_cluster(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __rest
         registers_down<HG_PRODUCER_REGS>();
 #endif
         if (threadIdx.x == 0)
-            for (int p = cluster; p < pairs; p += clusters) {
-                tile_origin(p, pair_rows, grid_n, (HG_GROUP_M + 1) / 2, 2 * BM, BN, row0, col0);
-                row0 += rank * BM;
-                for (int kt = 0; kt < k_tiles; ++kt) {
-                    mbar_wait(sl.empty(ring.slot), ring.phase ^ 1);
-                    mbar_expect_bytes(sl.full(ring.slot), sl.BYTES);   // all of it: A, and both halves of B
-                    tma_load_2d(sl.a(ring.slot), maps, kt * HG_BK, row0, sl.full(ring.slot));
-                    tma_load_2d_multicast(sl.b(ring.slot) + rank * (BN / 2) * 128, maps + 16, kt * HG_BK,
-                                          col0 + rank * (BN / 2), sl.full(ring.slot), 0x3);
-                    ring.advance(HG_STAGES);
-                }
+            for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+                pg.origin(p, row0, col0);
+                produce_pair_tile(sl, ring, maps, k_tiles, row0, col0, pg.rank);
             }
     } else {
 #if HG_SETMAXNREG
         registers_up<HG_CONSUMER_REGS>();
 #endif
         float d[BN / 2];
-        for (int p = cluster; p < pairs; p += clusters) {
-            tile_origin(p, pair_rows, grid_n, (HG_GROUP_M + 1) / 2, 2 * BM, BN, row0, col0);
-            row0 += rank * BM;   // past M for the second block of a last, half-empty pair: its stores are masked
-            consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles, (int)(rank ^ 1));
+        for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+            pg.origin(p, row0, col0);   // past M for the second block of a last, half-empty pair: its stores are masked
+            consume_tile(sl, ring, d, (wg - 1) * 64 * 128, k_tiles, (int)(pg.rank ^ 1));
             store_tile<BN>(C, M, N, row0 + (wg - 1) * 64, col0, d);
         }
+    }
+    cluster_sync();   // neither block exits while the other may still write into its slots or barriers
+}
+
+// Four 8x8 matrices of 16-bit values from registers into shared memory: lane l gives the address of
+// row l % 8 of matrix l / 8, and its register i holds its two values of matrix i (the mma fragment:
+// row l / 4, columns 2 (l % 4) and the next).
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u32 m3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(m0), "r"(m1), "r"(m2), "r"(m3) : "memory");
+}
+// The 128 threads of consumer warpgroup `consumer` (0 or 1) wait for each other, no one else.
+__device__ __forceinline__ void consumer_sync(int consumer) {
+    asm volatile("bar.sync %0, 128;" :: "r"(consumer + 1) : "memory");
+}
+constexpr int HG_C_BOX = 64;                           // rung 7's output boxes: 64 x 64 bf16, 128-byte rows
+constexpr u32 HG_C_BOX_BYTES = HG_C_BOX * HG_C_BOX * 2;
+
+// A warpgroup's 64 x BN accumulators, rounded to bf16, into `stage` as BN / 64 boxes of 64 x 64, each
+// in the TMA's 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)): the eight rows one
+// stmatrix phase writes then fall in eight different bank groups.
+template <int BN>
+__device__ __forceinline__ void stage_tile(u32 stage, const float (&d)[BN / 2]) {
+    const int t = threadIdx.x % 128, lane = t % 32, q = lane / 8;
+    const int row = (t / 32) * 16 + (q % 2) * 8 + lane % 8;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j += 2) {
+        const int col = 8 * (j + q / 2), chunk = (col % HG_C_BOX) / 8;
+        const u32 addr = stage + (col / HG_C_BOX) * HG_C_BOX_BYTES + row * 128 + ((chunk ^ (row % 8)) << 4);
+        stmatrix_x4(addr, pack_bf16x2(d[4 * j], d[4 * j + 1]), pack_bf16x2(d[4 * j + 2], d[4 * j + 3]),
+                    pack_bf16x2(d[4 * j + 4], d[4 * j + 5]), pack_bf16x2(d[4 * j + 6], d[4 * j + 7]));
+    }
+}
+
+// Rung 7's epilogue for one consumer warpgroup: wait until the TMA has read the last tile out of the
+// stage, write this one into it, make the writes visible to the TMA (the async proxy), and let one
+// thread store the boxes. The stores run on while the warpgroup starts its next tile.
+template <int BN>
+__device__ __forceinline__ void store_tile_tma(const u64* c_map, u32 stage, int consumer, int M, int row0, int col0,
+                                               const float (&d)[BN / 2]) {
+    const bool issuer = threadIdx.x % 128 == 0;
+    if (issuer) bulk_wait_group_read<0>();
+    consumer_sync(consumer);
+    stage_tile<BN>(stage, d);
+    fence_proxy_async_shared_cta();
+    consumer_sync(consumer);
+    if (issuer && row0 < M) {
+#pragma unroll
+        for (int box = 0; box < BN / HG_C_BOX; ++box)
+            tma_store_2d(c_map, stage + box * HG_C_BOX_BYTES, col0 + box * HG_C_BOX, row0);
+        bulk_commit_group();
+    }
+}
+
+// Rung 7. Launch: as rung 6, dynamic shared memory 1,024 + 65,536 + HG_STORE_STAGES * (49,152 + 16)
+// bytes; maps: A and B as rung 6, then C {N, M} in 64 x 64 boxes with the 128-byte swizzle. Each
+// consumer's 64 x 256 output leaves through its 32 KiB of stage in front of the slots. Where N % 8 != 0
+// the TMA cannot address C's rows (16-byte strides): the map is unused and the stores are rung 6's.
+extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void __cluster_dims__(2, 1, 1)
+hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 256;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const u32 stages_base = align_1024(smem_u32(smem));
+    const Slots<BM, BN, HG_STORE_STAGES> sl{stages_base + BM * BN * 2};
+    const PairGrid<BM, BN> pg(M, N);
+    init_slots(sl, maps, 2 * HG_EMPTY_ARRIVALS(2));
+    cluster_sync();   // both blocks' barriers exist before either multicasts into, or arrives on, the other's
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    Ring ring;
+    int row0, col0;
+    if (wg == 0) {
+#if HG_SETMAXNREG
+        registers_down<HG_PRODUCER_REGS>();
+#endif
+        if (threadIdx.x == 0)
+            for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+                pg.origin(p, row0, col0);
+                produce_pair_tile(sl, ring, maps, k_tiles, row0, col0, pg.rank);
+            }
+    } else {
+#if HG_SETMAXNREG
+        registers_up<HG_CONSUMER_REGS>();
+#endif
+        const int consumer = wg - 1;
+        const bool tma_store = N % 8 == 0;
+        const u32 stage = stages_base + consumer * (BM / 2) * BN * 2;
+        if (tma_store && threadIdx.x % 128 == 0) tensormap_acquire(maps + 32);
+        float d[BN / 2];
+        for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+            pg.origin(p, row0, col0);
+            consume_tile(sl, ring, d, consumer * 64 * 128, k_tiles, (int)(pg.rank ^ 1));
+            if (tma_store) store_tile_tma<BN>(maps + 32, stage, consumer, M, row0 + consumer * 64, col0, d);
+            else store_tile<BN>(C, M, N, row0 + consumer * 64, col0, d);
+        }
+        if (tma_store && threadIdx.x % 128 == 0) bulk_wait_group_read<0>();   // the stage outlives its last read
     }
     cluster_sync();   // neither block exits while the other may still write into its slots or barriers
 }

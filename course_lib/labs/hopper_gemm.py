@@ -220,6 +220,12 @@ ABLATIONS = {
     "3 slots instead of 4": ("hgemm_5_persistent", {"HG_STAGES": 3}, 0, None),
     "clusters of 2 with multicast (rung 6)": ("hgemm_6_cluster", {}, 0, "rung 5 as built"),
     "rung 6 with 3 slots": ("hgemm_6_cluster", {"HG_STAGES": 3}, 0, "clusters of 2 with multicast (rung 6)"),
+    "rung 6 freeing the other block's slot with .release.cluster": (
+        "hgemm_6_cluster", {"HG_REMOTE_RELEASE_CLUSTER": 1}, 0, "clusters of 2 with multicast (rung 6)"),
+    "rung 5 with one wgmma group in flight": ("hgemm_5_persistent", {"HG_INFLIGHT": 1}, 0, None),
+    "stmatrix + TMA store epilogue (rung 7)": ("hgemm_7_tma_store", {}, 0, "clusters of 2 with multicast (rung 6)"),
+    "rung 7 with one wgmma group in flight": ("hgemm_7_tma_store", {"HG_INFLIGHT": 1}, 0,
+                                              "stmatrix + TMA store epilogue (rung 7)"),
     "rung 4 as built": ("hgemm_4_wide", {}, 0, None),
     "rung 4 without setmaxnreg": ("hgemm_4_wide", {"HG_SETMAXNREG": 0}, 0, None),
     "rung 2 as built (3 slots, two blocks per SM)": ("hgemm_2_ring", {}, 0, None),
@@ -237,9 +243,11 @@ def ablation_base(variant: str) -> str:
 
 
 @experiment("hopper.ablations",
-            "One design choice changed at a time: elected arrival, setmaxnreg, grouped order and slots in "
-            "rung 5; setmaxnreg in rung 4; slots (so blocks per SM) in rung 2; rung 1 held to one block per "
-            "SM; beside cuBLAS bf16, timed call by call in turn in one run.",
+            "One design choice changed at a time: elected arrival, setmaxnreg, grouped order, slots and one "
+            "wgmma group in flight in rung 5; the cluster, its slots and its remote release in rung 6; the "
+            "TMA-store epilogue (rung 7) and one group in flight there; setmaxnreg in rung 4; slots (so "
+            "blocks per SM) in rung 2; rung 1 held to one block per SM; beside cuBLAS bf16, timed call by "
+            "call in turn in one run.",
             shapes=[[4096, 4096, 4096], [8192, 8192, 8192]], variants=list(ABLATIONS), samples=30)
 def ablations(shapes: list[list[int]], variants: list[str], samples: int) -> list[Case]:
     import torch

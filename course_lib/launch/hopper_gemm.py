@@ -1,4 +1,4 @@
-"""Host launcher of ``kernels/hopper_gemm.cu`` (notebook 10, ``sm_90a``): the six rungs of the Hopper
+"""Host launcher of ``kernels/hopper_gemm.cu`` (notebook 10, ``sm_90a``): the seven rungs of the Hopper
 ladder as named values (``Rung``), each one's grid, block and shared memory, the TMA descriptors, the
 instruction-ceiling kernels, the launches compute-sanitizer and the pitfalls' child processes run,
 and the smoke launch."""
@@ -41,6 +41,7 @@ class Rung:
     consumers: int                 # warpgroups issuing wgmma
     persistent: bool = False
     cluster: int = 1               # blocks per cluster (2: the B tile is shared, half fetched by each)
+    tma_store: bool = False        # the output tile leaves through shared memory and the TMA
 
     @property
     def b_box_rows(self) -> int:
@@ -73,6 +74,11 @@ RUNGS: tuple[Rung, ...] = (
          "clusters of two blocks on vertically adjacent tiles share their B tile: each block's TMA "
          "fetches half of it and multicasts it into both; a slot is freed by the consumers of both",
          (128, 256), 384, "ring", 2, True, 2),
+    Rung(7, "hgemm_7_tma_store", "stmatrix + TMA store",
+         "each consumer writes its 64×256 output tile into shared memory with stmatrix, in the TMA's "
+         "swizzled layout, and one thread stores it with the TMA while the warpgroup starts the next "
+         "tile; the 64 KiB this takes leave room for 3 slots instead of 4",
+         (128, 256), 384, "ring", 2, True, 2, True),
 )
 
 
@@ -96,8 +102,20 @@ def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
     slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
     if r.slots == "one":
         return ALIGN_SLACK + slot + 8
-    stages = hg_macros(defines)["HG_RING_STAGES" if r.consumers == 1 else "HG_STAGES"]
-    return ALIGN_SLACK + stages * (slot + 16)
+    return ALIGN_SLACK + stages(r, defines) * (slot + 16) + output_stage_bytes(r)
+
+
+def stages(r: Rung, defines: dict[str, int] | None = None) -> int:
+    """The slots of a rung's ring (1 for rung 1's single slot)."""
+    if r.slots == "one":
+        return 1
+    key = "HG_RING_STAGES" if r.consumers == 1 else "HG_STORE_STAGES" if r.tma_store else "HG_STAGES"
+    return hg_macros(defines)[key]
+
+
+def output_stage_bytes(r: Rung) -> int:
+    """Shared memory the output tile passes through on its way to the TMA store (rung 7), bf16."""
+    return r.tile[0] * r.tile[1] * 2 if r.tma_store else 0
 
 
 def output_tiles(r: Rung, m: int, n: int) -> int:
@@ -149,16 +167,24 @@ def sm_count() -> int:
     return cupy.cuda.Device().attributes["MultiProcessorCount"]
 
 
-def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int):
-    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory."""
+C_BOX = 64   # rung 7 stores C in 64 × 64 boxes: 128-byte rows, the widest the 128-byte swizzle takes
+
+
+def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int, c_bits=None):
+    """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory, then
+    (``c_bits``, N % 8 == 0) C's for the TMA store, N wide in 64 × 64 boxes. Where N % 8 != 0 C's rows
+    are not 16-byte aligned, the TMA cannot address them, and the kernel stores directly."""
     import cupy
     import numpy as np
 
     (m, k), n = a_bits.shape, b_bits.shape[0]
-    key = (a_bits.data.ptr, b_bits.data.ptr, m, n, k, box_rows_a, box_rows_b)
+    c_ptr = None if c_bits is None else c_bits.data.ptr
+    key = (a_bits.data.ptr, b_bits.data.ptr, c_ptr, m, n, k, box_rows_a, box_rows_b)
     if key not in _MAPS:
         words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
                  + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
+        if c_bits is not None:
+            words += encode_tensor_map(c_ptr, n, m, C_BOX, C_BOX) if n % 8 == 0 else [0] * 16
         if len(_MAPS) > 64:
             _MAPS.clear()
         _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
@@ -183,7 +209,7 @@ def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | N
     fn = fn or kernel_function(r.kernel, defines_to_options(defines))
     if fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem
-    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows)
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows, c_bits if r.tma_store else None)
     fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
 
 

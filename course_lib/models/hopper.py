@@ -220,6 +220,7 @@ class TileBudget:
     launch_registers: int         # per thread at launch (setmaxnreg: the even share the blocks per SM leave)
     consumer_ceiling: int         # the most a consumer thread can hold (setmaxnreg: the pool less the producer's)
     residency: occupancy.Residency
+    output_stage_bytes: int = 0   # rung 7: the output tile in bf16, staged for the TMA store
 
     @property
     def threads(self) -> int:
@@ -251,9 +252,11 @@ class TileBudget:
 
 
 def tile_budget(gpu: GpuSpec | str, block_m: int = 128, block_n: int = 256, block_k: int = 64, stages: int = 4,
-                consumers: int = 2, setmaxnreg: bool = True, producer_regs: int = PRODUCER_REGS) -> TileBudget:
+                consumers: int = 2, setmaxnreg: bool = True, producer_regs: int = PRODUCER_REGS,
+                tma_store: bool = False) -> TileBudget:
     """Shared memory, registers and blocks per SM of a warp-specialized wgmma block on ``gpu`` (a spec-table
-    key, name or GpuSpec). Defaults: rung 5's choice. A ValueError says what cannot be built or launched."""
+    key, name or GpuSpec). Defaults: rung 5's choice; ``tma_store`` adds rung 7's BM × BN bf16 output
+    stage. A ValueError says what cannot be built or launched."""
     g = spec(gpu) if isinstance(gpu, str) else gpu
     if g.compute_capability != WGMMA_CC:
         other = ("its MMA is tcgen05.mma (the Blackwell section below)" if g.compute_capability.startswith("10")
@@ -275,11 +278,13 @@ def tile_budget(gpu: GpuSpec | str, block_m: int = 128, block_n: int = 256, bloc
                          f"rows of {SWIZZLE_ROW_ELEMENTS} bf16; a slot holds whole rows (a multiple of "
                          f"{SWIZZLE_ROW_ELEMENTS})")
     slot = (block_m + block_n) * block_k * BF16_BYTES
-    smem = ALIGN_SLACK + stages * (slot + BARRIER_BYTES_PER_SLOT)
+    stage = block_m * block_n * BF16_BYTES if tma_store else 0
+    smem = ALIGN_SLACK + stages * (slot + BARRIER_BYTES_PER_SLOT) + stage
     b = occupancy.budget(g)
     if smem > b.max_smem_per_block_bytes:
+        staged = f" and the {stage / 1024:g} KiB output stage" if stage else ""
         raise ValueError(f"{stages} slots of {slot / 1024:g} KiB ({block_m}+{block_n} rows × {block_k} bf16) take "
-                         f"{smem / 1024:,.1f} KiB with their barriers, more than the "
+                         f"{smem / 1024:,.1f} KiB with their barriers{staged}, more than the "
                          f"{occupancy.fmt_bytes(b.max_smem_per_block_bytes)} a block may use on {g.name}: the tile "
                          "does not fit. Fewer stages or a smaller tile")
     threads = WARPGROUP * (1 + consumers)
@@ -292,7 +297,7 @@ def tile_budget(gpu: GpuSpec | str, block_m: int = 128, block_n: int = 256, bloc
                              "accumulators cannot spill (the pitfalls below): a smaller tile or more consumers")
         res = occupancy.residency(b, threads, need, smem)
         return TileBudget(g.name, block_m, block_n, block_k, stages, consumers, False, producer_regs, slot, smem,
-                          acc, need, need, need, res)
+                          acc, need, need, need, res, stage)
     need8 = _round8(need)
     if need8 > SETMAXNREG_RANGE[1]:
         raise ValueError(f"a consumer thread needs about {need} registers ({acc} accumulators + {OTHER_REGISTERS} "
@@ -307,7 +312,7 @@ def tile_budget(gpu: GpuSpec | str, block_m: int = 128, block_n: int = 256, bloc
         if ceiling >= need8:
             res = occupancy.residency(b, threads, launch, smem)
             return TileBudget(g.name, block_m, block_n, block_k, stages, consumers, True, producer_regs, slot, smem,
-                              acc, need, launch, ceiling, res)
+                              acc, need, launch, ceiling, res, stage)
     raise ValueError(f"a consumer thread needs about {need8} registers ({acc} accumulators + {OTHER_REGISTERS} "
                      f"others, in setmaxnreg's steps of 8); with the producer at {producer_regs}, setmaxnreg can give "
                      f"the consumers at most {ceiling} even at one block per SM: a smaller tile or more consumers")

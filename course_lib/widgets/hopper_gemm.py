@@ -12,6 +12,7 @@ from course_lib.models import hopper
 from course_lib.widgets.base import OK_TEXT, WRAP, error_html, int_box, span
 
 SETMAXNREG = ("on", "off")
+EPILOGUE = ("registers", "TMA store")   # rungs 3-6 store from registers; rung 7 stages the tile for the TMA
 
 
 def _rows(rows: list[tuple[str, str]]) -> str:
@@ -32,12 +33,13 @@ def render_budget(t: hopper.TileBudget, peak_flop_per_s: float | None) -> str:
     if peak_flop_per_s:
         l2_rate = (f"; at the datasheet's {peak_flop_per_s / 1e12:,.0f} TFLOP/s the blocks together would read "
                    f"{span('course-l2-rate', f'{peak_flop_per_s / t.l2_flop_per_byte / 1e12:,.1f} TB/s')} from L2")
+    stage = f" + {t.output_stage_bytes:,} B output stage" if t.output_stage_bytes else ""
     table = _rows([
         ("Block", f"{t.threads} threads: 1 producer warpgroup + {t.consumers} consumer warpgroup(s), each consumer "
                   f"{t.block_m // t.consumers} rows × {t.block_n}; {t.wgmmas_per_k16} wgmma m64n{t.block_n}k16 "
                   f"per k16 step"),
         ("Shared memory per block", f"{span('course-smem', f'{t.smem_per_block_bytes:,}')} B = {t.stages} × "
-                                    f"({t.slot_bytes:,} B slot + {hopper.BARRIER_BYTES_PER_SLOT} B barriers) + "
+                                    f"({t.slot_bytes:,} B slot + {hopper.BARRIER_BYTES_PER_SLOT} B barriers){stage} + "
                                     f"{hopper.ALIGN_SLACK:,} B alignment slack: "
                                     f'<span style="color:{OK_TEXT}">✔ {span("course-fits", "fits")}</span> on '
                                     f"{html.escape(t.gpu)}"),
@@ -66,7 +68,8 @@ class HopperTileCalculator:
     FLOP per byte from L2 and from shared memory."""
 
     def __init__(self, gpus: list[GpuSpec] | None = None, gpu: str = "NVIDIA H200", block_m: int = 128,
-                 block_n: int = 256, block_k: int = 64, stages: int = 4, consumers: int = 2, setmaxnreg: bool = True):
+                 block_n: int = 256, block_k: int = 64, stages: int = 4, consumers: int = 2, setmaxnreg: bool = True,
+                 tma_store: bool = False):
         self.gpus = {g.name: g for g in (gpus or SPECS.values())}
         self.gpu = W.Dropdown(options=list(self.gpus), value=spec(gpu).name, description="GPU",
                               layout=W.Layout(width="380px"))
@@ -76,21 +79,23 @@ class HopperTileCalculator:
         self.consumers = int_box("consumer warpgroups", consumers, "200px")
         self.setmaxnreg = W.ToggleButtons(options=list(SETMAXNREG), value=SETMAXNREG[0 if setmaxnreg else 1],
                                           description="setmaxnreg", style={"button_width": "60px"})
+        self.epilogue = W.ToggleButtons(options=list(EPILOGUE), value=EPILOGUE[1 if tma_store else 0],
+                                        description="epilogue", style={"button_width": "90px"})
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         self.controls = (self.gpu, self.block_m, self.block_n, self.block_k, self.stages, self.consumers,
-                         self.setmaxnreg)
+                         self.setmaxnreg, self.epilogue)
         for w in self.controls:
             w.observe(self._refresh, "value")
         self.ui = W.VBox([W.HBox([self.block_m, self.block_n, self.block_k, self.stages], layout=W.Layout(**WRAP)),
-                          W.HBox([self.consumers, self.setmaxnreg], layout=W.Layout(**WRAP)),
+                          W.HBox([self.consumers, self.setmaxnreg, self.epilogue], layout=W.Layout(**WRAP)),
                           W.HBox([self.gpu]), self.answer])
         self._refresh()
 
     def budget(self) -> hopper.TileBudget:
         return hopper.tile_budget(self.gpus[self.gpu.value], self.block_m.value, self.block_n.value,
                                   self.block_k.value, self.stages.value, self.consumers.value,
-                                  self.setmaxnreg.value == SETMAXNREG[0])
+                                  self.setmaxnreg.value == SETMAXNREG[0], tma_store=self.epilogue.value == EPILOGUE[1])
 
     def _refresh(self, change=None):
         try:
