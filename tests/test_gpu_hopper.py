@@ -1,5 +1,5 @@
-"""On a Hopper GPU only (COURSE_MODE=live, compute capability 9.0): notebook 10's kernels against
-float64 at edge shapes, a K that is not a multiple of 8 refused, and the ceilings' exact sums."""
+"""On a Hopper GPU only (COURSE_MODE=live, compute capability 9.0): notebook 10's kernels (the rungs and
+split-K) against float64 at edge shapes, a K that is not a multiple of 8 refused, and the ceilings' exact sums."""
 import os
 
 import pytest
@@ -22,6 +22,7 @@ def test_every_rung_is_correct_at_edge_shapes():
 
     hopper_gemm.hopper_smoke()
     hopper_gemm.ceiling_smoke()
+    hopper_gemm.split_k_smoke()
 
 
 def test_a_k_that_the_tma_cannot_read_is_refused_before_launch():

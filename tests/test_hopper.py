@@ -245,3 +245,47 @@ def test_variants_are_checked_then_timed_in_turn_with_cublas(monkeypatch):
     once = [("hgemm_5_persistent", (), 0), ("hgemm_1_tma_wgmma", (("HG_STAGES", 3),), 4096)]
     assert launched == once + once          # checked once each, then once each inside the timing
     assert [c["shape"] for c in checked] == [(3, 5), (3, 5)]
+
+
+def test_sm_rounds_count_the_busiest_sms_tiles_for_each_kind_of_grid():
+    r2, r5, r7 = (hopper_gemm.rung(n) for n in (2, 5, 7))
+    assert hopper_gemm.sm_rounds(r2, 4096, 4096, 132) == 8        # 1,024 tiles, one block each, over 132 SMs
+    assert hopper_gemm.sm_rounds(r5, 4096, 4096, 132) == 4        # 512 tiles on 132 persistent blocks
+    assert hopper_gemm.sm_rounds(r7, 4096, 4096, 132) == 4        # 256 tile pairs on 66 clusters
+    assert hopper_gemm.sm_rounds(r7, 128, 4096, 132) == 1         # 16 pairs: 16 clusters, one round
+    assert hopper_gemm.sm_rounds(r5, 2304, 2304, 132) == 2        # 162 tiles: 30 SMs run two
+
+
+def test_split_k_refuses_more_splits_than_k_slices_and_labels_its_plans():
+    assert hopper_gemm.split_k_grid(128, 4096, 4096, 4) == (32, 4)
+    with pytest.raises(ValueError, match="at most 4 splits"):
+        hopper_gemm.split_k_grid(128, 4096, 256, 8)
+    assert hopper_gemm.Plan("hgemm_split_k", 4).label == "split-K ×4"
+    assert hopper_gemm.Plan("hgemm_7_tma_store").label == "rung 7"
+    assert [p.label for p in lab_hopper.sweep_plans(256)] == ["rung 2", "rung 3", "rung 5", "rung 7", "split-K ×2",
+                                                            "split-K ×4"]
+
+
+def test_the_dispatch_splits_k_where_the_tiles_cannot_fill_the_sms_and_keeps_rung_7_where_they_can():
+    # seconds per tile-slice: a 128x256 one takes 1.5 times a 128x128 one, and rung 7's epilogue saves a little
+    per = {r.kernel: 1e-6 if r.tile == (128, 128) else 1.5e-6 for r in hopper_gemm.RUNGS}
+    per["hgemm_7_tma_store"] = 1.4e-6
+    assert lab_hopper.dispatch(4096, 4096, 4096, per).label == "rung 7"
+    assert lab_hopper.dispatch(128, 4096, 4096, per).label.startswith("split-K")
+    # the model's time is the busiest SM's tile-slices times the seconds of one
+    assert lab_hopper.predicted_seconds(hopper_gemm.Plan("hgemm_2_ring"), 4096, 4096, 4096, per) == 8 * 64 * 1e-6
+
+
+def test_recorded_shape_sweep_times_every_plan_and_split_k_wins_only_where_tiles_are_few():
+    shapes = experiments.replay("hopper.shapes", experiments.resolve_params("hopper.shapes"), "h200")
+    ladder = experiments.replay("hopper.ladder", experiments.resolve_params("hopper.ladder"), "h200")
+    assert all(c.check["passed"] for c in shapes.cases)
+    rows = lab_hopper.shape_rows(shapes, ladder)
+    assert [r["shape"] for r in rows] == [lab_hopper.shape_label(*s) for s in lab_hopper.SHAPE_SWEEP]
+    for r, (m, n, k) in zip(rows, lab_hopper.SHAPE_SWEEP):
+        assert {key[:-2] for key in r if key.endswith(" %") and key != "pick %"} == {
+            p.label for p in lab_hopper.sweep_plans(k)}
+        few_tiles = -(-m // 128) * -(-n // 128) < 132
+        assert r["measured best"].startswith("split-K") == (few_tiles and min(m, n) < 256)
+    summary = lab_hopper.shape_summary(shapes, ladder)
+    assert summary["dispatch geomean %"] > summary["rung 7 geomean %"]

@@ -24,6 +24,8 @@
 //   hgemm_7_tma_store    the output tile leaves through shared memory: stmatrix writes it in the TMA's
 //                        swizzled layout and one thread per consumer stores it with the TMA, which
 //                        runs on while the consumers start the next tile
+// Not a rung: hgemm_split_k and hgemm_split_k_finish, the dispatch's kernels for shapes with too few
+// tiles to fill the SMs (rung 3's block over a slice of K; the slices summed by a second kernel).
 //
 // Every mbarrier wait gives up after ASYNC_WAIT_NS with a trap (async_copy.cuh): a wrong parity or
 // byte count fails the launch instead of hanging it.
@@ -149,10 +151,31 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
     return r;
 }
 
+// One accumulator pair into columns c and c + 1 of a row of C: as bf16 (rounded) or as fp32 (split-K's
+// partial products); one 4- or 8-byte store where the whole tile is inside, else each column guarded.
+__device__ __forceinline__ void write_pair(bf16_raw* row, int c, int N, bool inside, float lo, float hi) {
+    const u32 v = pack_bf16x2(lo, hi);
+    if (inside) {
+        *reinterpret_cast<u32*>(row + c) = v;
+    } else {
+        if (c < N) row[c] = (bf16_raw)(v & 0xffff);
+        if (c + 1 < N) row[c + 1] = (bf16_raw)(v >> 16);
+    }
+}
+__device__ __forceinline__ void write_pair(float* row, int c, int N, bool inside, float lo, float hi) {
+    if (inside) {
+        *reinterpret_cast<float2*>(row + c) = make_float2(lo, hi);
+    } else {
+        if (c < N) row[c] = lo;
+        if (c + 1 < N) row[c + 1] = hi;
+    }
+}
+
 // A warpgroup's 64 x BN accumulator tile (the m64nN layout: warp w holds rows 16w..16w+15; lane l
-// rows l/4 and l/4 + 8, columns 8j + 2(l%4) and the next) into C at (row0, col0), rounded to bf16.
-template <int BN>
-__device__ __forceinline__ void store_tile(bf16_raw* __restrict__ C, int M, int N, int row0, int col0,
+// rows l/4 and l/4 + 8, columns 8j + 2(l%4) and the next) into C at (row0, col0), rounded to bf16
+// (or, for split-K's fp32 workspace, as it is).
+template <int BN, typename T>
+__device__ __forceinline__ void store_tile(T* __restrict__ C, int M, int N, int row0, int col0,
                                            const float (&d)[BN / 2]) {
     const int t = threadIdx.x % 128, lane = t % 32;
     const int r0 = row0 + (t / 32) * 16 + lane / 4, c0 = col0 + 2 * (lane % 4);
@@ -161,18 +184,9 @@ __device__ __forceinline__ void store_tile(bf16_raw* __restrict__ C, int M, int 
     for (int h = 0; h < 2; ++h) {
         const int r = r0 + 8 * h;
         if (!inside && r >= M) continue;
-        bf16_raw* row = C + (size_t)r * N;
+        T* row = C + (size_t)r * N;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int c = c0 + 8 * j;
-            const u32 v = pack_bf16x2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-            if (inside) {
-                *reinterpret_cast<u32*>(row + c) = v;
-            } else {
-                if (c < N) row[c] = (bf16_raw)(v & 0xffff);
-                if (c + 1 < N) row[c + 1] = (bf16_raw)(v >> 16);
-            }
-        }
+        for (int j = 0; j < BN / 8; ++j) write_pair(row, c0 + 8 * j, N, inside, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
     }
 }
 
@@ -296,8 +310,8 @@ __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& r
 // first pass the wait is for the phase before the first (parity 1), which counts as complete.
 template <int BM, int BN, int S>
 __device__ __forceinline__ void produce_tile(const Slots<BM, BN, S>& sl, Ring& ring, const u64* maps, int k_tiles,
-                                             int row0, int col0) {
-    for (int kt = 0; kt < k_tiles; ++kt) {
+                                             int row0, int col0, int first_k_tile = 0) {
+    for (int kt = first_k_tile; kt < first_k_tile + k_tiles; ++kt) {
         mbar_wait(sl.empty(ring.slot), ring.phase ^ 1);
         sl.fill(ring.slot, maps, kt, row0, col0);
         ring.advance(S);
@@ -638,6 +652,53 @@ hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __re
         if (tma_store && threadIdx.x % 128 == 0) bulk_wait_group_read<0>();   // the stage outlives its last read
     }
     cluster_sync();   // neither block exits while the other may still write into its slots or barriers
+}
+
+// ---------------------------------------------------------------------------- split-K, for the dispatch
+
+// Shapes with too few output tiles to fill the SMs (thin M or N, small products): rung 3's warp-
+// specialized 128x128 block over K slices [y kt / Y, (y + 1) kt / Y) of blockIdx.y = y of gridDim.y = Y,
+// writing its fp32 partial product into slice y of the workspace (Y x M x N floats);
+// hgemm_split_k_finish sums the slices and rounds to bf16. Launch: grid (ceil(M/128) * ceil(N/128),
+// splits), block (384), shared memory as rung 3.
+extern "C" __global__ __launch_bounds__(384, 1) void hgemm_split_k(float* __restrict__ partials, int M, int N, int K,
+                                                                   const u64* __restrict__ maps) {
+    constexpr int BM = 128, BN = 128;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Slots<BM, BN, HG_STAGES> sl{align_1024(smem_u32(smem))};
+    const int grid_n = (N + BN - 1) / BN;
+    const int row0 = blockIdx.x / grid_n * BM, col0 = blockIdx.x % grid_n * BN;
+    init_slots(sl, maps, HG_EMPTY_ARRIVALS(2));
+    const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
+    const int first = blockIdx.y * k_tiles / gridDim.y, last = (blockIdx.y + 1) * k_tiles / gridDim.y;
+    Ring ring;
+    if (wg == 0) {
+        if (threadIdx.x == 0) produce_tile(sl, ring, maps, last - first, row0, col0, first);
+    } else {
+        float d[BN / 2];
+        consume_tile(sl, ring, d, (wg - 1) * 64 * 128, last - first);
+        store_tile<BN>(partials + (size_t)blockIdx.y * M * N, M, N, row0 + (wg - 1) * 64, col0, d);
+    }
+}
+
+// C = the sum of the splits' slices of the workspace (count = M x N values each), rounded to bf16.
+extern "C" __global__ void hgemm_split_k_finish(bf16_raw* __restrict__ C, const float* __restrict__ partials,
+                                                long long count, int splits) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; 2 * i < count; i += (long long)gridDim.x * blockDim.x) {
+        float lo = 0.f, hi = 0.f;
+        const bool pair = 2 * i + 1 < count;
+        for (int s = 0; s < splits; ++s) {
+            const float* p = partials + s * count + 2 * i;
+            lo += p[0];
+            if (pair) hi += p[1];
+        }
+        const u32 v = pack_bf16x2(lo, hi);
+        if (pair && count % 2 == 0) reinterpret_cast<u32*>(C)[i] = v;
+        else {
+            C[2 * i] = (bf16_raw)(v & 0xffff);
+            if (pair) C[2 * i + 1] = (bf16_raw)(v >> 16);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------- instruction ceilings

@@ -18,6 +18,8 @@ from course_lib.launch.hopper_gemm import (
     ALIGN_SLACK,
     ARCH,
     FAMILY,
+    SPLIT_K_KERNEL,
+    Plan,
     HOPPER_CC,
     RUNG_KERNELS,
     RUNGS,
@@ -29,8 +31,11 @@ from course_lib.launch.hopper_gemm import (
     release_before_wait_launch,
     require_hopper,
     run,
+    run_plan,
+    split_k_grid,
     rung,
     sm_count,
+    sm_rounds,
     smem_bytes,
     stuck_slot_launch,
 )
@@ -115,6 +120,57 @@ def _cupy(t):
     import cupy
 
     return cupy.asarray(t)
+
+
+# A broad set beside the ladder's four: square sizes that are not multiples of the 128x256 tile or of
+# the SM count's waves, K from 256 to 16k, and skinny, thin-M and thin-N products.
+SHAPE_SWEEP = [[2304, 2304, 2304], [3000, 3000, 3000], [3072, 3072, 3072], [5120, 5120, 5120], [6144, 6144, 6144],
+               [4096, 4096, 1024], [4096, 4096, 16384], [16384, 16384, 1024], [8192, 1024, 8192], [1024, 8192, 8192],
+               [1000, 3000, 256], [512, 4096, 4096], [128, 4096, 4096], [4096, 128, 4096]]
+SWEEP_RUNGS = (2, 3, 5, 7)
+SWEEP_SPLITS = (2, 4, 8)
+
+
+def sweep_plans(k: int, rungs=SWEEP_RUNGS, splits=SWEEP_SPLITS) -> list[Plan]:
+    """The plans the sweep times at one shape: each rung, and split-K at each split K's slices allow."""
+    slices = -(-k // hg_macros()["HG_BK"])
+    return [Plan(rung(x).kernel) for x in rungs] + [Plan(SPLIT_K_KERNEL, s) for s in splits if s <= slices]
+
+
+@experiment("hopper.shapes",
+            "Rungs 2, 3, 5 and 7 and split-K (rung 3's block over 2, 4 or 8 slices of K) beside cuBLAS bf16 at "
+            "fourteen shapes off the ladder (non-multiples of the tile, K from 256 to 16k, skinny and thin), "
+            "each checked against cuBLAS, timed call by call in turn.",
+            shapes=SHAPE_SWEEP, rungs=list(SWEEP_RUNGS), splits=list(SWEEP_SPLITS), samples=20)
+def shapes(shapes: list[list[int]], rungs: list[int], splits: list[int], samples: int) -> list[Case]:
+    import torch
+
+    require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, ta, tb = operands(m, n, k, 61)
+        ref = _cupy(torch.mm(ta, tb.t()).float())
+        plans = sweep_plans(k, rungs, splits)
+        outs, checks = [nan_output(m, n) for _ in plans], []
+        for plan, c in zip(plans, outs):
+            run_plan(plan, a, b, c)
+            checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
+        calls = [lambda: torch.mm(ta, tb.t())] + [
+            lambda p=p, c=c: run_plan(p, a, b, c) for p, c in zip(plans, outs)]
+        t_lib, *times = benchmark_interleaved(calls, samples, references=[0])
+        (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
+        cases.append(require_passed(Case(
+            f"cuBLAS bf16, {label}", {"shapes": [m, n, k]}, "cublas bf16 (torch.mm(a, b.t()))", t_lib, flop, nbytes,
+            check_close(ref, ref, "itself (the reference of the plans)", 0.0), extra={"kernels": mm_kernels(ta, tb.t())})))
+        for plan, t, check in zip(plans, times, checks):
+            launch = (launch_entry(rung(plan.kernel), m, n) if plan.splits == 1 else None)
+            cases.append(require_passed(Case(
+                f"{plan.label}, {label}", {"shapes": [m, n, k], "kernel": plan.kernel, "splits": plan.splits},
+                f"{FAMILY}.{plan.kernel}", t, flop, nbytes, check, launch,
+                extra={"timing": "interleaved call by call with cuBLAS and the other plans; split-K's time "
+                                 "includes the kernel that sums its partial products"})))
+        del a, b, ta, tb, ref, outs
+    return cases
 
 
 # Shapes that are not multiples of any tile (or smaller than one), a K tail, a K of one slice, and
@@ -521,6 +577,82 @@ def ladder_rows(result) -> list[dict]:
         row[f"% cuBLAS {shape_label(*shape)}"] = 100.0
     rows.append(row)
     return rows
+
+
+def seconds_per_tile_k_block(ladder_result, shape=(4096, 4096, 4096), sm_count: int = 132) -> dict[str, float]:
+    """Each rung's time per output tile and 64-wide K slice on its busiest SM, from the ladder at one shape:
+    the time over (SM rounds × K slices). The dispatch's measured input."""
+    m, n, k = shape
+    out = {}
+    for r in RUNGS:
+        c = next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == list(shape))
+        out[r.kernel] = c.median_s / (sm_rounds(r, m, n, sm_count) * -(-k // hg_macros()["HG_BK"]))
+    return out
+
+
+def predicted_seconds(plan: Plan, m: int, n: int, k: int, per_tile_k_block: dict[str, float],
+                      sm_count: int = 132, gpu: str = "h200") -> float:
+    """The SM-round model's time for one plan at one shape: its busiest SM's tiles × K slices × the
+    calibrated seconds per tile and slice (an SM taken to run at the same rate however few tiles it has).
+    Split-K runs rung 3's block over each slice of K, and adds its fp32 workspace's bytes (each split's
+    partial written and read back, and C written) at the datasheet's HBM bandwidth."""
+    slices = -(-k // hg_macros()["HG_BK"])
+    if plan.splits == 1:
+        return sm_rounds(rung(plan.kernel), m, n, sm_count) * slices * per_tile_k_block[plan.kernel]
+    tiles, splits = split_k_grid(m, n, k, plan.splits)
+    compute = -(-tiles * splits // sm_count) * -(-slices // splits) * per_tile_k_block[rung(3).kernel]
+    workspace = m * n * (8 * splits + 2) / spec(gpu).hbm_bandwidth_bytes_per_s
+    return compute + workspace
+
+
+def dispatch(m: int, n: int, k: int, per_tile_k_block: dict[str, float], plans: list[Plan] | None = None,
+             sm_count: int = 132) -> Plan:
+    """The plan the SM-round model predicts fastest at M × N × K (default: the sweep's plans)."""
+    return min(plans or sweep_plans(k), key=lambda p: predicted_seconds(p, m, n, k, per_tile_k_block, sm_count))
+
+
+def _plans_at(result, shape) -> dict[Plan, object]:
+    return {Plan(c.params["kernel"], c.params.get("splits", 1)): c for c in result.cases
+            if c.params.get("kernel") and c.params["shapes"] == shape}
+
+
+def _shape_rows(shapes_result, ladder_result) -> list[dict]:
+    """Per shape: each plan's % of cuBLAS in the same run, the measured best, and the plan the dispatch
+    (the SM-round model calibrated on the ladder's 4096³) picks, with its % and the model's time."""
+    sms = shapes_result.machine.get("sm_count", 132)
+    per = seconds_per_tile_k_block(ladder_result, sm_count=sms)
+    rows = []
+    for shape in _by_shape(shapes_result):
+        lib, mine = _cublas(shapes_result, shape), _plans_at(shapes_result, shape)
+        row = {"shape": shape_label(*shape), "cuBLAS µs": lib.median_s * 1e6}
+        row.update({f"{p.label} %": 100 * c.flop_per_s / lib.flop_per_s for p, c in mine.items()})
+        best = max(mine, key=lambda p: mine[p].flop_per_s)
+        pick = dispatch(*shape, per, list(mine), sms)
+        row.update({"measured best": best.label, "dispatch picks": pick.label,
+                    "pick %": 100 * mine[pick].flop_per_s / lib.flop_per_s,
+                    "pick µs": mine[pick].median_s * 1e6,
+                    "model µs": predicted_seconds(pick, *shape, per, sms) * 1e6})
+        rows.append(row)
+    return rows
+
+
+shape_rows = beside_reference(_shape_rows)
+
+
+def shape_summary(shapes_result, ladder_result) -> dict[str, float]:
+    """Geometric mean and lowest % of cuBLAS over the sweep: of rung 7 alone, of the dispatch's picks, and
+    of the measured best plan per shape."""
+    import math
+
+    rows = _shape_rows(shapes_result, ladder_result)
+    plan_cols = lambda r: [v for key, v in r.items() if key.endswith(" %") and key != "pick %"]  # noqa: E731
+    cols = {"rung 7": [r["rung 7 %"] for r in rows], "dispatch": [r["pick %"] for r in rows],
+            "measured best": [max(plan_cols(r)) for r in rows]}
+    out = {}
+    for name, v in cols.items():
+        out[f"{name} geomean %"] = math.exp(sum(math.log(x) for x in v) / len(v))
+        out[f"{name} lowest %"] = min(v)
+    return out
 
 
 def best_rung_percent(result, shape: list[int]) -> tuple[str, float]:

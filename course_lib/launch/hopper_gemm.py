@@ -137,6 +137,21 @@ def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | N
     return (grid,), (r.threads,), smem_bytes(r, defines)
 
 
+def sm_rounds(r: Rung, m: int, n: int, sm_count: int) -> int:
+    """The most output tiles any one SM computes (notebook 07's SM-round model): one block per tile spread
+    over the SMs (rungs 1-4), tiles b, b + grid, ... of a persistent grid (rung 5), or tile pairs over
+    clusters of two (rungs 6-7)."""
+    from course_lib.models import waves
+
+    if r.cluster > 1:
+        pairs = -(-(-(-m // r.tile[0])) // r.cluster) * -(-n // r.tile[1])
+        return -(-pairs // min(sm_count // r.cluster, pairs))
+    tiles = output_tiles(r, m, n)
+    if r.persistent:
+        return waves.persistent_sm_rounds(tiles, min(tiles, sm_count), sm_count)
+    return -(-tiles // sm_count)
+
+
 def require_hopper(compute_capability) -> None:
     """wgmma and setmaxnreg are sm_90a: they run on compute capability 9.0 and nowhere else."""
     if str(compute_capability) != HOPPER_CC:
@@ -213,6 +228,63 @@ def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | N
     fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
 
 
+SPLIT_K_KERNEL, SPLIT_K_FINISH = "hgemm_split_k", "hgemm_split_k_finish"
+SPLIT_K_TILE = (128, 128)   # rung 3's tile and block, over a slice of K per blockIdx.y
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the dispatch runs for one shape: a rung, or rung 3's block over ``splits`` slices of K whose
+    fp32 partial products a second kernel sums and rounds to bf16."""
+
+    kernel: str
+    splits: int = 1
+
+    @property
+    def label(self) -> str:
+        return f"split-K ×{self.splits}" if self.splits > 1 else f"rung {rung(self.kernel).number}"
+
+
+def split_k_grid(m: int, n: int, k: int, splits: int) -> tuple[int, int]:
+    """(tiles, splits) of the split-K launch; a split needs at least one 64-wide K slice."""
+    bk = hg_macros()["HG_BK"]
+    if not 1 <= splits <= -(-k // bk):
+        raise ValueError(f"{splits} splits of K = {k}: each split needs at least one {bk}-wide slice of K, so "
+                         f"at most {-(-k // bk)} splits")
+    return -(-m // SPLIT_K_TILE[0]) * -(-n // SPLIT_K_TILE[1]), splits
+
+
+def run_split_k(a_bits, b_bits, c_bits, splits: int) -> None:
+    """C = A·Bᵀ by split-K: each split's 128×128 blocks write their fp32 partial products into their own
+    slice of a workspace, and a second kernel sums the slices and rounds to bf16 into C. Asynchronous;
+    the workspace is kept per shape and split count."""
+    import cupy
+    import numpy as np
+
+    (m, k), n = a_bits.shape, b_bits.shape[0]
+    require_k(k)
+    tiles, splits = split_k_grid(m, n, k, splits)
+    part = _WORKSPACE.get((m, n, splits))
+    if part is None:
+        _WORKSPACE.clear()
+        part = _WORKSPACE[(m, n, splits)] = cupy.empty((splits, m, n), dtype=cupy.float32)
+    r3 = rung(3)
+    fn = kernel_function(SPLIT_K_KERNEL)
+    smem = smem_bytes(r3)
+    fn.max_dynamic_shared_size_bytes = max(fn.max_dynamic_shared_size_bytes, smem)
+    maps = tensor_maps(a_bits, b_bits, *SPLIT_K_TILE)
+    fn((tiles, splits), (r3.threads,), (part, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+    kernel_function(SPLIT_K_FINISH)((min(-(-m * n // 512), 4 * sm_count()),), (256,),
+                                    (c_bits, part, np.int64(m * n), np.int32(splits)))
+
+
+def run_plan(plan: Plan, a_bits, b_bits, c_bits) -> None:
+    if plan.splits > 1:
+        run_split_k(a_bits, b_bits, c_bits, plan.splits)
+    else:
+        run(plan.kernel, a_bits, b_bits, c_bits)
+
+
 def operands(m: int, n: int, k: int, seed: int):
     """Random bf16 A (M×K) and B (N×K) as CuPy bit patterns, and the same as torch bf16 views."""
     a, b = to_bf16_bits(random_operand((m, k), seed)), to_bf16_bits(random_operand((n, k), seed + 1))
@@ -271,6 +343,24 @@ def ceiling_smoke() -> None:
     cupy.cuda.Device().synchronize()
 
 
+@covers(FAMILY, SPLIT_K_KERNEL, SPLIT_K_FINISH)
+def split_k_smoke() -> None:
+    """Split-K at small edge shapes (an odd output count, splits that do not divide K's slices)."""
+    import cupy
+
+    if str(detect().compute_capability) != HOPPER_CC:
+        print(f"skip {FAMILY} split-K: needs compute capability {HOPPER_CC}")
+        return
+    for (m, n, k), splits in (((1, 7, 8), 1), ((130, 257, 200), 3), ((256, 512, 320), 5)):
+        a, b, _, _ = operands(m, n, k, 43)
+        exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        c = nan_output(m, n)
+        run_split_k(a, b, c, splits)
+        err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
+        if not err <= bf16_tolerance(exact):
+            raise AssertionError(f"{FAMILY}.{SPLIT_K_KERNEL} x{splits} wrong at {m}x{n}x{k}: max error {err}")
+
+
 def release_before_wait_launch() -> None:
     """Rung 5 releasing each slot before waiting for its wgmmas, launched once: what racecheck runs."""
     import cupy
@@ -299,3 +389,4 @@ def stuck_slot_launch() -> None:
 
 
 _MAPS: dict[tuple, object] = {}
+_WORKSPACE: dict[tuple[int, int], object] = {}

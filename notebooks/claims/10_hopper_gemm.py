@@ -3,7 +3,7 @@ and against the live run committed with the notebook.
 
 Every "% of cuBLAS" here is a range, checked in each run that states it (the ladder and the ablations).
 At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited), rung 5's share is
-89–90% and rung 7's 96–97% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 8% apart,
+89–90% and rung 7's 96–97% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 10% apart,
 so the share there is stated as the range it takes over the recorded and live runs."""
 from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.labs import hopper_gemm as lab
@@ -294,6 +294,31 @@ def intensity(bm: int, bn: int) -> float:
     return 2 * bm * bn / (2 * (bm + bn))
 
 
+# --------------------------------------------------------------------------- the shape sweep and the dispatch
+
+SHAPES_X = "hopper.shapes"
+THIN = "128×4096×4096"
+
+
+def shape_row(shapes_r, ladder_r, shape: str) -> dict:
+    return next(r for r in lab._shape_rows(shapes_r, ladder_r) if r["shape"] == shape)
+
+
+def summary(key: str):
+    return lambda shapes_r, ladder_r: lab.shape_summary(shapes_r, ladder_r)[key] / 100
+
+
+def thin_shape(shapes_r, ladder_r):
+    """(rung 7's share, split-K x4's share, 1 if the dispatch picks split-K x4), at 128×4096×4096."""
+    row = shape_row(shapes_r, ladder_r, THIN)
+    return row["rung 7 %"] / 100, row["split-K ×4 %"] / 100, float(row["dispatch picks"] == "split-K ×4")
+
+
+def sweep_rung7(shapes_r, ladder_r):
+    s = lab.shape_summary(shapes_r, ladder_r)
+    return s["rung 7 geomean %"] / 100, s["rung 7 lowest %"] / 100
+
+
 CLAIMS = [
     # the headline
     Measured("which reaches 96–97% of cuBLAS at 4096³ in every run", LADDER, share7(S4), (0.96, 0.975), unit="%"),
@@ -353,9 +378,9 @@ CLAIMS = [
     Analytic("rises from 64 to 85 FLOP/byte", lambda: (intensity(128, 128), intensity(128, 256)),
              [(64, 64), (85, 86)]),
     Measured("and is the largest step at 4096³", LADDER, largest_step_at_4096, (4, 4)),
-    Measured("adds up to 2% to rung 4's rate at 4096³ and 8192³, comes within about 2% of it either way at 2048³, and is within about 1% of it "
+    Measured("adds up to 2% to rung 4's rate at 4096³ and 8192³, comes within about 2% of it either way at 2048³, and is within about 2% of it "
              "at the K-heavy shape", LADDER, rung5_over_rung4,
-             [(0.0, 0.022), (0.0, 0.022), (-0.022, 0.015), (-0.015, 0.015)], unit="%"),
+             [(0.0, 0.022), (0.0, 0.022), (-0.022, 0.022), (-0.022, 0.022)], unit="%"),
     Measured("what ncu shows for it is fewer L2 bytes than rung 4", PROFILE, metric_ratio(L2, RUNG[5], RUNG[4]),
              (0.8, 0.95), unit="×"),
     Measured("its time is within 3% of rung 5's at every shape", LADDER, rung6_longer, (0, 0.03), unit="%"),
@@ -364,13 +389,13 @@ CLAIMS = [
              unit="%"),
     Measured("adds about 8% to rung 6's rate at 4096³", LADDER, lambda r: rung_rate(r, 7, S4) / rung_rate(r, 6, S4) - 1,
              (0.065, 0.1), unit="%"),
-    Measured("Rung 7 stands at 96–97% of cuBLAS at 4096³ in every run, at 95–96% at 2048³ and at 96–100% at the "
-             "K-heavy shape", LADDER, rung7_shares, [(0.96, 0.975), (0.945, 0.965), (0.96, 1.005)], unit="%"),
+    Measured("Rung 7 stands at 96–97% of cuBLAS at 4096³ in every run, at 95–97% at 2048³ and at 96–100% at the "
+             "K-heavy shape", LADDER, rung7_shares, [(0.96, 0.975), (0.945, 0.975), (0.96, 1.005)], unit="%"),
     Measured("rung 5 stood at 89–90% at 4096³ in every run, a rate about 10% below cuBLAS's", LADDER,
              lambda r: (share(S4)(r), 1 - share(S4)(r)), [(0.885, 0.905), (0.095, 0.115)], unit="%"),
-    Measured("At 2048³, where cuBLAS's two protocols disagree (below), rung 5 stands at 77–82%, and rung 2 at 80–85%, "
+    Measured("At 2048³, where cuBLAS's two protocols disagree (below), rung 5 stands at 77–83%, and rung 2 at 80–86%, "
              "above rungs 3–6", LADDER,
-             lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.82), (0.80, 0.855), (1, 1)], unit="%"),
+             lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.835), (0.80, 0.865), (1, 1)], unit="%"),
     Measured("At the K-heavy shape rung 5 stands at 95–98%, but there most cases ran power-limited",
              LADDER, at_long_k, [(0.945, 0.985), (0.5, 1)], unit="%"),
     Measured("At 8192³ rung 5 stands at 0.92 to 0.99 times cuBLAS's rate and rung 7 at 1.00 to 1.04 times, "
@@ -386,10 +411,10 @@ CLAIMS = [
     Measured("At 8192³ cuBLAS and several rungs run at fewer TFLOP/s than at 4096³", LADDER, slower_at_8192,
              [(3, 8), (0, 0.999)]),
     Measured("at 8192³ every case, cuBLAS's included, ran power-limited in every ladder run, its lowest SM clock during "
-             "the timings 1,455–1,605 MHz of a 1,980 MHz maximum, while at 4096³ no case did", LADDER,
+             "the timings 1,425–1,605 MHz of a 1,980 MHz maximum, while at 4096³ no case did", LADDER,
              lambda r: (power_limited_share(S8)(r),) + lowest_clocks(S8)(r) + (max_clock_during(r),
                                                                               power_limited_share(S4)(r)),
-             [(1, 1), (1450, 1610), (1450, 1610), (1980, 1980), (0, 0)]),
+             [(1, 1), (1420, 1610), (1420, 1610), (1980, 1980), (0, 0)]),
     Measured("ended hundreds of MHz below the 1,980 MHz maximum", ABLATIONS,
              lambda r: after(r, "max_sm_mhz") - after(r, "sm_mhz"), (150, 700), unit=" MHz"),
     Measured("ended hundreds of MHz below the 1,980 MHz maximum", ABLATIONS, max_mhz, (1980, 1980), unit=" MHz"),
@@ -399,7 +424,7 @@ CLAIMS = [
              (700, 700), unit=" W"),
     Measured("the ceilings (short runs) ended near the full clock", CEILINGS, lambda r: after(r, "sm_mhz"),
              (1900, 1980), unit=" MHz"),
-    Measured("its two protocols came out 0–8% apart there from run to run", LADDER, protocol_gap(S8), (0, 0.08), unit="%"),
+    Measured("its two protocols came out 0–10% apart there from run to run", LADDER, protocol_gap(S8), (0, 0.10), unit="%"),
     Analytic("the table flags a case beyond the harness's 3%", lambda: timing.PROTOCOL_TOLERANCE, (0.03, 0.03), unit="%"),
     Measured("at 2048³, where the calls are short, they came out 5–12% apart", LADDER, protocol_gap(S2), (0.05, 0.12),
              unit="%"),
@@ -466,19 +491,19 @@ CLAIMS = [
              [(0, 0.01), (-0.01, 0.031), (1, 1)], unit="%"),
     Measured("three or four differ by under 1.5% for rung 5", ABLATIONS, abs_changes("3 slots instead of 4"),
              (0, 0.015), unit="%"),
-    Measured("its kernels take 18–26% longer (the figure moves between runs)", ABLATIONS,
-             change_range("rung 2 with 4 slots (one block per SM)"), [(0.175, 0.265), (0.175, 0.265)], unit="%"),
-    Measured("level, within 2% at 4096³ and 8192³", ABLATIONS, abs_changes("clusters of 2 with multicast (rung 6)"),
-             (0, 0.02), unit="%"),
+    Measured("its kernels take 16–26% longer (the figure moves between runs)", ABLATIONS,
+             change_range("rung 2 with 4 slots (one block per SM)"), [(0.155, 0.265), (0.155, 0.265)], unit="%"),
+    Measured("level, within 3% at 4096³ and 8192³", ABLATIONS, abs_changes("clusters of 2 with multicast (rung 6)"),
+             (0, 0.03), unit="%"),
     Measured("its kernels take 35–44% longer. One word of PTX", ABLATIONS,
              change_range("rung 6 freeing the other block's slot with .release.cluster"), [(0.345, 0.445), (0.345, 0.445)],
              unit="%"),
     Measured("(rung 7 against rung 6): 5–8% shorter", ABLATIONS,
              lambda r: tuple(-c for c in changes("stmatrix + TMA store epilogue (rung 7)")(r)),
              [(0.045, 0.085), (0.045, 0.085)], unit="%"),
-    Measured("within about 1% for rung 5, and from level to 3% slower for rung 7", ABLATIONS,
+    Measured("within 3% either way for rung 5, and from level to 3% slower for rung 7", ABLATIONS,
              lambda r: (abs_changes("rung 5 with one wgmma group in flight")(r),)
-             + change_range("rung 7 with one wgmma group in flight")(r), [(0, 0.015), (-0.005, 0.03), (-0.005, 0.03)],
+             + change_range("rung 7 with one wgmma group in flight")(r), [(0, 0.03), (-0.005, 0.03), (-0.005, 0.03)],
              unit="%"),
     Measured("runs at half its speed or less: with no pipeline, occupancy was all that hid its loads", ABLATIONS,
              rung1_held_speed, [(0.3, 0.51), (0.3, 0.51)], unit="×"),
@@ -513,13 +538,42 @@ CLAIMS = [
              [(0.96, 0.975), (1, 1), (0, 0)], unit="%"),
     Given("the course's target for this GEMM, 95% of cuBLAS at 4096³ and 8192³",
           "the course's goal for its Hopper GEMM (TARGET above), a goal set by the course, not a measurement"),
-    Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 8% apart, it came out at 1.00 "
-             "to 1.04 times cuBLAS's rate", LADDER, at_8192, [(1, 1), (1, 1), (0, 0.08), (0.995, 1.045)]),
-    Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 8% apart, it came out at 1.00 "
-             "to 1.04 times cuBLAS's rate", ABLATIONS, at_8192, [(1, 1), (1, 1), (0, 0.08), (0.995, 1.045)]),
+    Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 10% apart, it came out at 1.00 "
+             "to 1.04 times cuBLAS's rate", LADDER, at_8192, [(1, 1), (1, 1), (0, 0.10), (0.995, 1.045)]),
+    Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 10% apart, it came out at 1.00 "
+             "to 1.04 times cuBLAS's rate", ABLATIONS, at_8192, [(1, 1), (1, 1), (0, 0.10), (0.995, 1.045)]),
     Measured("raised the tensor pipe's busy share by about 8 points", PROFILE, tensor_points(RUNG[7], RUNG[5]),
              (6.5, 10), unit=" points"),
     Measured("a GPU-wide fence per slot made it 35–44% slower", ABLATIONS,
              change_range("rung 6 freeing the other block's slot with .release.cluster"), [(0.345, 0.445), (0.345, 0.445)],
              unit="%"),
+
+    # the shape sweep and the dispatch
+    Analytic("128×4096×4096 has 16 tiles of 128×256, so rung 7 keeps 16 of the 132 SMs busy",
+             lambda: (-(-128 // 128) * (4096 // 256), sum(1 for _ in range(-(-128 // 128) * (4096 // 256)))),
+             [(16, 16), (16, 16)]),
+    Measured("rung 7 keeps 16 of the 132 SMs busy and reaches 35–38% of cuBLAS; split-K ×4 runs 128 blocks of 128×128 "
+             "and reaches 93–97%, and the model picks it", (SHAPES_X, LADDER), thin_shape,
+             [(0.345, 0.385), (0.925, 0.975), (1, 1)], unit="%"),
+    Measured("the dispatch's picks reach a geometric mean of 87–90% of cuBLAS, the lowest at 67–71%",
+             (SHAPES_X, LADDER), lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l)),
+             [(0.87, 0.90), (0.665, 0.71)], unit="%"),
+    Measured("where rung 7 alone has a geometric mean of about 76% and falls to 35–38% at the thin shapes",
+             (SHAPES_X, LADDER), sweep_rung7, [(0.74, 0.78), (0.345, 0.385)], unit="%"),
+    Measured("Rungs 2 and 3 took the same time at 4096³ (within 2%)", LADDER,
+             lambda r: abs(rung_rate(r, 2, S4) / rung_rate(r, 3, S4) - 1), (0, 0.02), unit="%"),
+    Measured("at 512×4096×4096 rung 3 reached about 87% of cuBLAS and rung 2 about 72%", (SHAPES_X, LADDER),
+             lambda s, l: tuple(shape_row(s, l, "512×4096×4096")[f"rung {n} %"] / 100 for n in (3, 2)),
+             [(0.84, 0.90), (0.69, 0.75)], unit="%"),
+    Measured("the model predicts about 3 µs where the kernels take 10–11 µs, as long as cuBLAS takes there",
+             (SHAPES_X, LADDER), lambda s, l: (shape_row(s, l, "1000×3000×256")["model µs"],
+                                               shape_row(s, l, "1000×3000×256")["pick µs"],
+                                               shape_row(s, l, "1000×3000×256")["cuBLAS µs"]),
+             [(2.5, 3.5), (9.8, 11.5), (9.8, 11.5)], unit=" µs"),
+    Measured("a dispatch over four rungs and split-K, picked by notebook 07's SM-round model, reaches 87–90%, none "
+             "below 67–71%", (SHAPES_X, LADDER),
+             lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l)),
+             [(0.87, 0.90), (0.665, 0.71)], unit="%"),
+    Measured("Over fourteen more shapes rung 7 alone has a geometric mean of about 76% of cuBLAS", (SHAPES_X, LADDER),
+             summary("rung 7 geomean %"), (0.74, 0.78), unit="%"),
 ]
