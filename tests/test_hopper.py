@@ -289,3 +289,15 @@ def test_recorded_shape_sweep_times_every_plan_and_split_k_wins_only_where_tiles
         assert r["measured best"].startswith("split-K") == (few_tiles and min(m, n) < 256)
     summary = lab_hopper.shape_summary(shapes, ladder)
     assert summary["dispatch geomean %"] > summary["rung 7 geomean %"]
+
+
+def test_rung_7_refuses_a_c_the_tma_cannot_address_before_anything_launches(monkeypatch):
+    class Fake:
+        def __init__(self, shape, ptr):
+            self.shape, self.data = shape, type("D", (), {"ptr": ptr})()
+
+    monkeypatch.setattr(hopper_gemm, "sm_count", lambda: 132)
+    monkeypatch.setattr(hopper_gemm, "kernel_function", lambda *a, **k: pytest.fail("compiled a kernel"))
+    a, b, c = Fake((256, 64), 0), Fake((512, 64), 0), Fake((256, 512), 4096 + 2)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        hopper_gemm.run(7, a, b, c)

@@ -660,7 +660,8 @@ hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __re
 // specialized 128x128 block over K slices [y kt / Y, (y + 1) kt / Y) of blockIdx.y = y of gridDim.y = Y,
 // writing its fp32 partial product into slice y of the workspace (Y x M x N floats);
 // hgemm_split_k_finish sums the slices and rounds to bf16. Launch: grid (ceil(M/128) * ceil(N/128),
-// splits), block (384), shared memory as rung 3.
+// splits), block (384), shared memory as rung 3; splits <= ceil(K / 64), so that every slice has at
+// least one K step (an empty one would write accumulators no wgmma has set; the host refuses it).
 extern "C" __global__ __launch_bounds__(384, 1) void hgemm_split_k(float* __restrict__ partials, int M, int N, int K,
                                                                    const u64* __restrict__ maps) {
     constexpr int BM = 128, BN = 128;

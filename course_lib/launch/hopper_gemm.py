@@ -219,6 +219,10 @@ def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | N
     if b_bits.shape[1] != k or c_bits.shape != (m, n):
         raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
     require_k(k)
+    if r.tma_store and n % 8 == 0 and c_bits.data.ptr % 16:
+        raise ValueError(f"{r.kernel} stores C with the TMA, which needs C to start 16-byte aligned; this C starts at "
+                         f"byte {c_bits.data.ptr % 16} of a 16-byte line (a view into a larger array?). Pass a fresh "
+                         "allocation, or a view whose first element is 16-byte aligned.")
     grid, block, smem = geometry(r, m, n, sm_count(), defines, blocks)
     smem = max(smem, smem_bytes_at_least)
     fn = fn or kernel_function(r.kernel, defines_to_options(defines))

@@ -7,6 +7,7 @@ At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited), 
 so the share there is stated as the range it takes over the recorded and live runs."""
 from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.labs import hopper_gemm as lab
+from course_lib.launch import hopper_gemm
 from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import hopper
 
@@ -314,6 +315,20 @@ def thin_shape(shapes_r, ladder_r):
     return row["rung 7 %"] / 100, row["split-K ×4 %"] / 100, float(row["dispatch picks"] == "split-K ×4")
 
 
+def lowest_pick(shapes_r, ladder_r) -> str:
+    return min(lab._shape_rows(shapes_r, ladder_r), key=lambda r: r["pick %"])["shape"]
+
+
+def small_shape(shapes_r, ladder_r):
+    """At 1000×3000×256: (the model's time for its pick, 1 if the pick is rung 7 and the fastest plan, the pick's
+    time, the fastest and the slowest of the other plans' times, cuBLAS's time), in µs."""
+    row = shape_row(shapes_r, ladder_r, "1000×3000×256")
+    others = [c.median_s * 1e6 for c in shapes_r.cases if c.params["shapes"] == [1000, 3000, 256]
+              and c.params.get("kernel") and c.name.split(",")[0] != "rung 7"]
+    return (row["model µs"], float(row["dispatch picks"] == row["measured best"] == "rung 7"), row["pick µs"],
+            min(others), max(others), row["cuBLAS µs"])
+
+
 def sweep_rung7(shapes_r, ladder_r):
     s = lab.shape_summary(shapes_r, ladder_r)
     return s["rung 7 geomean %"] / 100, s["rung 7 lowest %"] / 100
@@ -398,9 +413,9 @@ CLAIMS = [
              lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.835), (0.80, 0.865), (1, 1)], unit="%"),
     Measured("At the K-heavy shape rung 5 stands at 95–98%, but there most cases ran power-limited",
              LADDER, at_long_k, [(0.945, 0.985), (0.5, 1)], unit="%"),
-    Measured("At 8192³ rung 5 stands at 0.92 to 0.99 times cuBLAS's rate and rung 7 at 1.00 to 1.04 times, "
-             "power-limited figures", LADDER,
-             lambda r: (share(S8)(r), share7(S8)(r), power_limited_share(S8)(r)), [(0.915, 0.99), (0.995, 1.045), (1, 1)],
+    Measured("At 8192³ rung 5 stands at 0.97 times cuBLAS's rate in every run and rung 7 at 1.00 to 1.04 times, with "
+             "both rates power-limited", LADDER,
+             lambda r: (share(S8)(r), share7(S8)(r), power_limited_share(S8)(r)), [(0.965, 0.975), (0.995, 1.045), (1, 1)],
              unit="×"),
 
     # the conditions under the ladder
@@ -436,10 +451,12 @@ CLAIMS = [
              cublas_loses_more(RUNG[5]), (0.5, 0.99), unit="×"),
     Measured("In both the ladder and the ablation run cuBLAS loses more than rung 5 between the two sizes", ABLATIONS,
              cublas_loses_more("rung 5 as built"), (0.5, 0.99), unit="×"),
-    Measured("over the recorded and live runs rung 5 came out at 0.92 to 0.99 times cuBLAS's rate at 8192³", LADDER,
-             share(S8), (0.915, 0.99), unit="×"),
-    Measured("over the recorded and live runs rung 5 came out at 0.92 to 0.99 times cuBLAS's rate at 8192³", ABLATIONS,
-             share(S8), (0.915, 0.99), unit="×"),
+    Measured("rung 5 came out at 0.97 times cuBLAS's rate at 8192³ in every run, recorded and live, though both rates "
+             "are power-limited", LADDER, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
+             [(0.965, 0.975), (1, 1)], unit="×"),
+    Measured("rung 5 came out at 0.97 times cuBLAS's rate at 8192³ in every run, recorded and live, though both rates "
+             "are power-limited", ABLATIONS, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
+             [(0.965, 0.975), (1, 1)], unit="×"),
     Measured("At 4096³ cuBLAS held steady at about 770 TFLOP/s, its two protocols within 3% of each other, so rung 5's "
              "89–90% and rung 7's 96–97% of it there", LADDER,
              lambda r: (cublas(r, S4), protocol_gap(S4)(r), share(S4)(r), share7(S4)(r)),
@@ -466,13 +483,21 @@ CLAIMS = [
     Analytic("B is two thirds of a 128×256 tile's bytes, so halving it should remove a third of rung 5's count",
              lambda: (256 / (128 + 256), (256 / 2) / (128 + 256)), [(0.666, 0.667), (0.333, 0.334)]),
     Measured("Its count fell by about a tenth", PROFILE, metric_ratio(L2, RUNG[6], RUNG[5]), (0.86, 0.94), unit="×"),
+    Analytic("its count should be 512 tiles × (128 + 128) · 4096 · 2 bytes = 1 GiB",
+             lambda: 512 * (128 + 128) * 4096 * 2 / 2 ** 30, (1, 1)),
+    Measured("and it is within 4% of that", PROFILE, lambda r: ncu(r, "cublas")[L2] / 2 ** 30, (0.955, 1.045), unit="×"),
+    Measured("Rungs 6 and 7 show about half a percent of", PROFILE,
+             lambda r: (stall(r, RUNG[6], "membar"), stall(r, RUNG[7], "membar")), [(0.003, 0.008), (0.003, 0.008)],
+             unit="%"),
     Measured("Rung 6's tensor pipe was active within a point of rung 5's", PROFILE, tensor_points(RUNG[6], RUNG[5]),
              (-1, 1), unit=" points"),
     Measured("Taking a slot away costs it at most about 1%", ABLATIONS, changes("rung 6 with 3 slots"),
              [(-0.015, 0.015), (-0.015, 0.015)], unit="%"),
-    Measured("rung 7's tensor pipe is active about 8 points more of the time, and its time is 5–8% shorter than rung 6's",
-             PROFILE, tensor_points(RUNG[7], RUNG[5]), (6.5, 10), unit=" points"),
-    Measured("rung 7's tensor pipe is active about 8 points more of the time, and its time is 5–8% shorter than rung 6's",
+    Measured("rung 7's tensor pipe is active about 9 points more of the time, and its time is 5–8% shorter than rung 6's",
+             PROFILE, tensor_points(RUNG[7], RUNG[5]), (8, 10), unit=" points"),
+    Measured("rung 6 with 3 slots is within about 1% of rung 6", ABLATIONS, changes("rung 6 with 3 slots"),
+             [(-0.015, 0.015), (-0.015, 0.015)], unit="%"),
+    Measured("rung 7's tensor pipe is active about 9 points more of the time, and its time is 5–8% shorter than rung 6's",
              ABLATIONS, lambda r: tuple(-c for c in changes("stmatrix + TMA store epilogue (rung 7)")(r)),
              [(0.045, 0.085), (0.045, 0.085)], unit="%"),
     Measured("The largest stall in rungs 4 and 5 is", PROFILE,
@@ -495,6 +520,10 @@ CLAIMS = [
              change_range("rung 2 with 4 slots (one block per SM)"), [(0.155, 0.265), (0.155, 0.265)], unit="%"),
     Measured("level, within 3% at 4096³ and 8192³", ABLATIONS, abs_changes("clusters of 2 with multicast (rung 6)"),
              (0, 0.03), unit="%"),
+    Measured("turned the cluster rung from level with rung 5 into slower than every rung, rung 1 included", ABLATIONS,
+             lambda r: tuple(r.case(f"rung 6 freeing the other block's slot with .release.cluster, {s}").median_s
+                             / r.case(f"rung 1 as built (three blocks per SM), {s}").median_s for s in (S4, S8)),
+             [(1.0001, 2), (1.0001, 2)], unit="×"),
     Measured("its kernels take 35–44% longer. One word of PTX", ABLATIONS,
              change_range("rung 6 freeing the other block's slot with .release.cluster"), [(0.345, 0.445), (0.345, 0.445)],
              unit="%"),
@@ -542,38 +571,50 @@ CLAIMS = [
              "to 1.04 times cuBLAS's rate", LADDER, at_8192, [(1, 1), (1, 1), (0, 0.10), (0.995, 1.045)]),
     Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 10% apart, it came out at 1.00 "
              "to 1.04 times cuBLAS's rate", ABLATIONS, at_8192, [(1, 1), (1, 1), (0, 0.10), (0.995, 1.045)]),
-    Measured("raised the tensor pipe's busy share by about 8 points", PROFILE, tensor_points(RUNG[7], RUNG[5]),
-             (6.5, 10), unit=" points"),
-    Measured("a GPU-wide fence per slot made it 35–44% slower", ABLATIONS,
+    Measured("raised the tensor pipe's busy share by about 9 points", PROFILE, tensor_points(RUNG[7], RUNG[5]),
+             (8, 10), unit=" points"),
+    Measured("a GPU-wide fence per slot made it take 35–44% longer", ABLATIONS,
              change_range("rung 6 freeing the other block's slot with .release.cluster"), [(0.345, 0.445), (0.345, 0.445)],
              unit="%"),
 
     # the shape sweep and the dispatch
-    Analytic("128×4096×4096 has 16 tiles of 128×256, so rung 7 keeps 16 of the 132 SMs busy",
-             lambda: (-(-128 // 128) * (4096 // 256), sum(1 for _ in range(-(-128 // 128) * (4096 // 256)))),
-             [(16, 16), (16, 16)]),
-    Measured("rung 7 keeps 16 of the 132 SMs busy and reaches 35–38% of cuBLAS; split-K ×4 runs 128 blocks of 128×128 "
-             "and reaches 93–97%, and the model picks it", (SHAPES_X, LADDER), thin_shape,
+    Analytic("128×4096×4096 has 16 tiles of 128×256. Rung 7 takes them in vertical pairs, so 32 blocks occupy 32 SMs",
+             lambda: (hopper_gemm.output_tiles(hopper_gemm.rung(7), 128, 4096),
+                      hopper_gemm.geometry(hopper_gemm.rung(7), 128, 4096, SMS)[0][0]), [(16, 16), (32, 32)]),
+    Measured("16 of the 132 SMs do useful work, and rung 7 reaches 35–38% of cuBLAS. Split-K ×4 runs 128 blocks of "
+             "128×128 and reaches 93–97%, and the model picks it", (SHAPES_X, LADDER), thin_shape,
              [(0.345, 0.385), (0.925, 0.975), (1, 1)], unit="%"),
-    Measured("the dispatch's picks reach a geometric mean of 87–90% of cuBLAS, the lowest at 67–71%",
-             (SHAPES_X, LADDER), lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l)),
-             [(0.87, 0.90), (0.665, 0.71)], unit="%"),
-    Measured("where rung 7 alone has a geometric mean of about 76% and falls to 35–38% at the thin shapes",
+    Analytic("Split-K ×4 runs 128 blocks of 128×128", lambda: hopper_gemm.split_k_grid(128, 4096, 4096, 4)[0] * 4,
+             (128, 128)),
+    Measured("the dispatch's picks reach a geometric mean of about 88% of cuBLAS, the lowest about 67% at 2304³",
+             (SHAPES_X, LADDER), lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l),
+                                               float(lowest_pick(s, l) == "2304×2304×2304")),
+             [(0.86, 0.90), (0.65, 0.69), (1, 1)], unit="%"),
+    Analytic("rung 2, has 324 tiles for 264 block slots: one full round and a second of 60",
+             lambda: (hopper_gemm.output_tiles(hopper_gemm.rung(2), 2304, 2304), 2 * SMS,
+                      hopper_gemm.output_tiles(hopper_gemm.rung(2), 2304, 2304) - 2 * SMS), [(324, 324), (264, 264), (60, 60)]),
+    Measured("with 3000³ and 3072³ next at 72–74%", (SHAPES_X, LADDER),
+             lambda s, l: tuple(shape_row(s, l, x)["pick %"] / 100 for x in ("3000×3000×3000", "3072×3072×3072")),
+             [(0.715, 0.745), (0.715, 0.745)], unit="%"),
+    Measured("rung 7 alone has a geometric mean of about 76% and falls to 35–38% at the thin shapes",
              (SHAPES_X, LADDER), sweep_rung7, [(0.74, 0.78), (0.345, 0.385)], unit="%"),
     Measured("Rungs 2 and 3 took the same time at 4096³ (within 2%)", LADDER,
              lambda r: abs(rung_rate(r, 2, S4) / rung_rate(r, 3, S4) - 1), (0, 0.02), unit="%"),
     Measured("at 512×4096×4096 rung 3 reached about 87% of cuBLAS and rung 2 about 72%", (SHAPES_X, LADDER),
              lambda s, l: tuple(shape_row(s, l, "512×4096×4096")[f"rung {n} %"] / 100 for n in (3, 2)),
              [(0.84, 0.90), (0.69, 0.75)], unit="%"),
-    Measured("the model predicts about 3 µs where the kernels take 10–11 µs, as long as cuBLAS takes there",
-             (SHAPES_X, LADDER), lambda s, l: (shape_row(s, l, "1000×3000×256")["model µs"],
-                                               shape_row(s, l, "1000×3000×256")["pick µs"],
-                                               shape_row(s, l, "1000×3000×256")["cuBLAS µs"]),
-             [(2.5, 3.5), (9.8, 11.5), (9.8, 11.5)], unit=" µs"),
-    Measured("a dispatch over four rungs and split-K, picked by notebook 07's SM-round model, reaches 87–90%, none "
-             "below 67–71%", (SHAPES_X, LADDER),
+    Measured("in every run here it picked rung 2 at 2304³ and 512×4096×4096, where rung 3 was faster", (SHAPES_X, LADDER),
+             lambda s, l: tuple(float(shape_row(s, l, x)["dispatch picks"] == "rung 2"
+                                      and shape_row(s, l, x)["rung 3 %"] > shape_row(s, l, x)["rung 2 %"])
+                                for x in ("2304×2304×2304", "512×4096×4096")), [(1, 1), (1, 1)]),
+    Measured("the model predicts about 3 µs where the fastest plan, rung 7, takes about 11 µs (the others 12–45 µs), about "
+             "as long as cuBLAS", (SHAPES_X, LADDER), small_shape,
+             [(2.5, 3.5), (1, 1), (9.8, 12), (11.5, 13.5), (40, 46), (9.8, 12)],
+             unit=" µs"),
+    Measured("a dispatch over four rungs and split-K, picked by notebook 07's SM-round model, reaches about 88%, none "
+             "below about 67%", (SHAPES_X, LADDER),
              lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l)),
-             [(0.87, 0.90), (0.665, 0.71)], unit="%"),
+             [(0.86, 0.90), (0.65, 0.69)], unit="%"),
     Measured("Over fourteen more shapes rung 7 alone has a geometric mean of about 76% of cuBLAS", (SHAPES_X, LADDER),
              summary("rung 7 geomean %"), (0.74, 0.78), unit="%"),
 ]
