@@ -24,6 +24,7 @@ from course_lib.launch.hopper_gemm import (
     RUNG_KERNELS,
     RUNGS,
     hg_macros,
+    k_slices,
     kernel_function,
     launch_entry,
     nan_output,
@@ -133,8 +134,7 @@ SWEEP_SPLITS = (2, 4, 8)
 
 def sweep_plans(k: int, rungs=SWEEP_RUNGS, splits=SWEEP_SPLITS) -> list[Plan]:
     """The plans the sweep times at one shape: each rung, and split-K at each split K's slices allow."""
-    slices = -(-k // hg_macros()["HG_BK"])
-    return [Plan(rung(x).kernel) for x in rungs] + [Plan(SPLIT_K_KERNEL, s) for s in splits if s <= slices]
+    return [Plan(rung(x).kernel) for x in rungs] + [Plan(SPLIT_K_KERNEL, s) for s in splits if s <= k_slices(k)]
 
 
 @experiment("hopper.shapes",
@@ -586,7 +586,7 @@ def seconds_per_tile_k_block(ladder_result, shape=(4096, 4096, 4096), sm_count: 
     out = {}
     for r in RUNGS:
         c = next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == list(shape))
-        out[r.kernel] = c.median_s / (sm_rounds(r, m, n, sm_count) * -(-k // hg_macros()["HG_BK"]))
+        out[r.kernel] = c.median_s / (sm_rounds(r, m, n, sm_count) * k_slices(k))
     return out
 
 
@@ -596,7 +596,7 @@ def predicted_seconds(plan: Plan, m: int, n: int, k: int, per_tile_k_block: dict
     calibrated seconds per tile and slice (an SM taken to run at the same rate however few tiles it has).
     Split-K runs rung 3's block over each slice of K, and adds its fp32 workspace's bytes (each split's
     partial written and read back, and C written) at the datasheet's HBM bandwidth."""
-    slices = -(-k // hg_macros()["HG_BK"])
+    slices = k_slices(k)
     if plan.splits == 1:
         return sm_rounds(rung(plan.kernel), m, n, sm_count) * slices * per_tile_k_block[plan.kernel]
     tiles, splits = split_k_grid(m, n, k, plan.splits)

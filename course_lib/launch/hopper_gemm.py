@@ -123,14 +123,23 @@ def output_tiles(r: Rung, m: int, n: int) -> int:
     return -(-m // bm) * -(-n // bn)
 
 
+def tile_pairs(r: Rung, m: int, n: int) -> int:
+    """A clustered rung's units of work: vertically adjacent groups of ``r.cluster`` tiles sharing B rows."""
+    bm, bn = r.tile
+    return -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
+
+
+def k_slices(k: int) -> int:
+    """The 64-wide slices of K a K loop runs (the last one a tail where K % 64 != 0)."""
+    return -(-k // hg_macros()["HG_BK"])
+
+
 def geometry(r: Rung, m: int, n: int, sm_count: int, defines: dict[str, int] | None = None,
              blocks: int | None = None):
     """(grid, block, dynamic shared bytes): one block per output tile, or (persistent) one per SM, or
     ``blocks``; a clustered rung takes pairs of vertically adjacent tiles, one cluster of 2 per pair."""
     if r.cluster > 1:
-        bm, bn = r.tile
-        pairs = -(-(-(-m // bm)) // r.cluster) * -(-n // bn)
-        clusters = min((blocks or sm_count) // r.cluster, pairs)
+        clusters = min((blocks or sm_count) // r.cluster, tile_pairs(r, m, n))
         return (clusters * r.cluster,), (r.threads,), smem_bytes(r, defines)
     tiles = output_tiles(r, m, n)
     grid = min(tiles, blocks or sm_count) if r.persistent else tiles
@@ -143,13 +152,12 @@ def sm_rounds(r: Rung, m: int, n: int, sm_count: int) -> int:
     clusters of two (rungs 6-7)."""
     from course_lib.models import waves
 
+    (grid,), _, _ = geometry(r, m, n, sm_count)
     if r.cluster > 1:
-        pairs = -(-(-(-m // r.tile[0])) // r.cluster) * -(-n // r.tile[1])
-        return -(-pairs // min(sm_count // r.cluster, pairs))
-    tiles = output_tiles(r, m, n)
+        return -(-tile_pairs(r, m, n) // (grid // r.cluster))
     if r.persistent:
-        return waves.persistent_sm_rounds(tiles, min(tiles, sm_count), sm_count)
-    return -(-tiles // sm_count)
+        return waves.persistent_sm_rounds(output_tiles(r, m, n), grid, sm_count)
+    return -(-grid // sm_count)
 
 
 def require_hopper(compute_capability) -> None:
@@ -251,10 +259,9 @@ class Plan:
 
 def split_k_grid(m: int, n: int, k: int, splits: int) -> tuple[int, int]:
     """(tiles, splits) of the split-K launch; a split needs at least one 64-wide K slice."""
-    bk = hg_macros()["HG_BK"]
-    if not 1 <= splits <= -(-k // bk):
-        raise ValueError(f"{splits} splits of K = {k}: each split needs at least one {bk}-wide slice of K, so "
-                         f"at most {-(-k // bk)} splits")
+    if not 1 <= splits <= k_slices(k):
+        raise ValueError(f"{splits} splits of K = {k}: each split needs at least one {hg_macros()['HG_BK']}-wide "
+                         f"slice of K, so at most {k_slices(k)} splits")
     return -(-m // SPLIT_K_TILE[0]) * -(-n // SPLIT_K_TILE[1]), splits
 
 
