@@ -130,7 +130,7 @@ def test_every_rung_is_shown_as_a_diff_of_the_last():
     assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
     assert "tile_origin" in lab_hopper.rung_diff(5)
     assert "produce_pair_tile" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
-    assert "+            if (tma_store) store_tile_tma<BN>" in lab_hopper.rung_diff(7)
+    assert "+                store_tile_tma<BN, STAGED_RESIDUAL>(maps + 32" in lab_hopper.rung_diff(7)
     assert "tma_load_2d_multicast" in lab_hopper.helper_source("produce_pair_tile")
     helpers = lab_hopper.helper_source("produce_tile", "consume_tile", "release")
     assert "mbar_wait(sl.empty(ring.slot), ring.phase ^ 1)" in helpers and helpers.count("__device__") == 3
@@ -301,3 +301,49 @@ def test_rung_7_refuses_a_c_the_tma_cannot_address_before_anything_launches(monk
     a, b, c = Fake((256, 64), 0), Fake((512, 64), 0), Fake((256, 512), 4096 + 2)
     with pytest.raises(ValueError, match="16-byte aligned"):
         hopper_gemm.run(7, a, b, c)
+
+
+class _FakeArray:
+    def __init__(self, shape, ptr=0):
+        self.shape, self.data = shape, type("D", (), {"ptr": ptr})()
+
+
+def test_rung_7s_fused_epilogue_refuses_what_it_cannot_read_before_anything_launches(monkeypatch):
+    monkeypatch.setattr(hopper_gemm, "sm_count", lambda: 132)
+    monkeypatch.setattr(hopper_gemm, "kernel_function", lambda *a, **k: pytest.fail("compiled a kernel"))
+    full = hopper_gemm.FUSED_EPILOGUES["bias + GELU + residual"]
+    gelu = hopper_gemm.FUSED_EPILOGUES["bias + GELU"]
+    a, b, c = _FakeArray((256, 64)), _FakeArray((512, 64)), _FakeArray((256, 512))
+    bias, res = _FakeArray((512,)), _FakeArray((256, 512))
+    with pytest.raises(ValueError, match="multiple of 8"):
+        hopper_gemm.run(7, a, _FakeArray((12, 64)), _FakeArray((256, 12)), gelu, bias_bits=_FakeArray((12,)))
+    with pytest.raises(ValueError, match="bias of N = 512"):
+        hopper_gemm.run(7, a, b, c, gelu)
+    with pytest.raises(ValueError, match="M×N = 256×512 residual"):
+        hopper_gemm.run(7, a, b, c, full, bias_bits=bias)
+    with pytest.raises(ValueError, match="16-byte aligned"):   # the TMA loads the residual's tiles
+        hopper_gemm.run(7, a, b, c, full, bias_bits=bias, residual_bits=_FakeArray((256, 512), 4096 + 4))
+    with pytest.raises(ValueError, match="4-byte aligned"):
+        hopper_gemm.run(7, a, b, c, gelu, bias_bits=_FakeArray((512,), 4096 + 2))
+    with pytest.raises(ValueError, match="only rung 7"):
+        hopper_gemm.run(5, a, b, c, gelu, bias_bits=bias)
+
+
+def test_the_fused_epilogues_are_the_kernels_macros_and_the_staged_residual_adds_its_barriers():
+    r7 = hopper_gemm.rung(7)
+    assert hopper_gemm.c_box() == 64 and hopper_gemm.epilogue_of(None) == 0
+    assert [hopper_gemm.epilogue_of(d) for d in hopper_gemm.FUSED_EPILOGUES.values()] == [1, 2, 2]
+    assert [hopper_gemm.staged_residual(d) for d in hopper_gemm.FUSED_EPILOGUES.values()] == [False, True, False]
+    plain = hopper_gemm.smem_bytes(r7)
+    assert hopper_gemm.smem_bytes(r7, hopper_gemm.FUSED_EPILOGUES["bias + GELU + residual"]) == plain + 16
+    assert hopper_gemm.smem_bytes(r7, hopper_gemm.FUSED_EPILOGUES["bias + GELU"]) == plain
+    assert hopper_gemm.smem_bytes(r7, hopper_gemm.FUSED_EPILOGUES["bias + GELU + residual"]) <= 227 * 1024
+
+
+def test_the_gelu_reference_is_torchs_tanh_form():
+    import numpy as np
+
+    x = np.array([-3.0, -0.5, 0.0, 0.5, 3.0])
+    want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    assert np.allclose(hopper_gemm.gelu_tanh_reference(x), want, rtol=1e-12)
+    assert hopper_gemm.gelu_tanh_reference(np.array([-10.0]))[0] > -1e-12   # the tail goes to 0, not below

@@ -429,3 +429,22 @@ def test_the_half_shared_plans_launch_their_own_kernel(monkeypatch):
     fusion_launch.run_rmsnorm(None, x, None, fusion_launch.RowPlan.HALF_SHARED_ONE_PER_SM)
     assert launched == [("softmax_half_shared", (4,), (512,), 8 * 512 * 16),
                         ("rmsnorm_half_shared", (4,), (512,), 117504)]
+
+
+def test_recorded_hopper_epilogue_beats_cublas_and_compile_and_the_staged_residual_beats_per_thread_loads():
+    """fusion.hopper_epilogue, every recorded run: rung 7 with bias + GELU + residual fused is faster than
+    cuBLAS followed by torch.compile's epilogue at every shape; bringing the residual in by the TMA beats
+    each thread loading its own pairs; and every fused plan costs time over the plain rung."""
+    result = experiments.replay("fusion.hopper_epilogue", experiments.resolve_params("fusion.hopper_epilogue"), "h200")
+    assert all(c.params["plan"] in lab_fusion.HOPPER_EPILOGUE_PLANS for c in result.cases)
+    for run in result.runs():
+        rows = lab_fusion.hopper_epilogue_rows(run)
+        for shape in run.params["shapes"]:
+            at = {r["plan"]: r for r in rows if r["M x N x K"] == "x".join(map(str, shape))}
+            full = at[lab_fusion.HOPPER_FUSED["bias + GELU + residual"].label]
+            per_thread = at[lab_fusion.HOPPER_FUSED["bias + GELU + residual, each thread loading its residual"].label]
+            assert float(full["time / cuBLAS + compile"]) < 1.0
+            assert full["median µs"] < per_thread["median µs"]
+            assert all(r["over plain rung 7"].startswith("+") for r in at.values() if r["over plain rung 7"])
+    profile = lab_fusion.hopper_epilogue_profile_rows(result)
+    assert [round(r["MUFU (XU) instructions (M)"], 2) for r in profile][1:] == [0.55] * 3   # 16.8 M tanh / 32

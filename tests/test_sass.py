@@ -81,3 +81,23 @@ def test_rung_7_stores_through_stmatrix_and_the_tma_and_keeps_rung_6s_stores_for
     assert not any("STSM" in line or "UTMASTG" in line for line in rung6)
     # the direct stores (N % 8 != 0) are still there: rung 6's global stores, all of them
     assert sum(" STG" in line for line in rung7) >= sum(" STG" in line for line in rung6)
+
+
+@pytest.mark.skipif(sass.nvdisasm_path() is None, reason="nvdisasm is not installed")
+def test_rung_7s_fused_epilogues_fit_the_registers_and_read_the_residual_as_built():
+    """The fused epilogue runs on 8 accumulators at a time just before stmatrix writes them: applied to
+    all 128 first, the consumer's 168 registers spilled (1.2-2.5 KiB a thread, measured while building it)."""
+    from course_lib.core import cuda
+    from course_lib.launch import hopper_gemm
+
+    for name, defines in hopper_gemm.FUSED_EPILOGUES.items():
+        fam = cuda.compile_family("hopper_gemm", "sm_90a", cuda.defines_to_options(defines))
+        res, lines = fam.resources["hgemm_7_tma_store"], sass.listing(fam.cubin)["hgemm_7_tma_store"]
+        count = lambda op: sum(op in line for line in lines)   # noqa: E731
+        staged = hopper_gemm.staged_residual(defines)
+        assert res.spill_store_bytes <= (0 if defines.get("HG_RESIDUAL_TMA", 1) else 64), name
+        assert count("MUFU.TANH") == 128 and count("STSM") == 16, name   # one tanh per accumulator
+        assert count("LDSM") == (16 if staged else 0), name              # the residual read back from the stage
+        assert count("UTMALDG") == 2 + (4 if staged else 0), name        # A, B, and the residual's four boxes
+    plain = sass.listing(cuda.compile_family("hopper_gemm", "sm_90a").cubin)["hgemm_7_tma_store"]
+    assert not any("MUFU.TANH" in line or "LDSM" in line for line in plain)

@@ -24,6 +24,8 @@
 //   hgemm_7_tma_store    the output tile leaves through shared memory: stmatrix writes it in the TMA's
 //                        swizzled layout and one thread per consumer stores it with the TMA, which
 //                        runs on while the consumers start the next tile
+// Rung 7 also fuses notebook 08's epilogue (HG_EPILOGUE): GELU(A·Bᵀ + bias), + residual, in the
+// registers before the tile leaves, the residual brought into the output stage by the TMA.
 // Not a rung: hgemm_split_k and hgemm_split_k_finish, the dispatch's kernels for shapes with too few
 // tiles to fill the SMs (rung 3's block over a slice of K; the slices summed by a second kernel).
 //
@@ -78,6 +80,12 @@
 #ifndef HG_MIN_BLOCKS_WIDE
 #define HG_MIN_BLOCKS_WIDE 1     // rungs 4-5: the same (2 leaves 80 registers: ptxas refuses m64n256)
 #endif
+#ifndef HG_EPILOGUE
+#define HG_EPILOGUE 0         // rung 7: 0 C = A·Bᵀ (the ladder); 1 GELU(A·Bᵀ + bias); 2 the same + residual
+#endif
+#ifndef HG_RESIDUAL_TMA
+#define HG_RESIDUAL_TMA 1     // HG_EPILOGUE 2: 1 the TMA brings the residual tile into the output stage
+#endif                        // while the K loop runs; 0 each thread loads its residual pairs itself
 #ifndef HG_CEIL_N
 #define HG_CEIL_N 256         // wgmma_ceiling: the N of its m64nNk16
 #endif
@@ -89,6 +97,7 @@
 typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
 
 #include "wgmma.cuh"
+#include "gelu.cuh"
 
 // ---------------------------------------------------------------------------- wgmma's pieces
 
@@ -261,11 +270,17 @@ __device__ __forceinline__ void release_in_cluster(u32 empty_bar, u32 other_cta)
     }
 }
 
+// consume_tile's `while_first_runs`: what a consumer does while its first k-block's wgmmas run
+// (nothing, for all rungs but rung 7 with a fused residual).
+struct Nothing {
+    __device__ __forceinline__ void operator()() const {}
+};
+
 // One consumer warpgroup's K loop over one output tile: wait for each slot to fill, multiply its
 // 64 rows of A by the slot's B, wait for the wgmmas, free the slot.
-template <int BM, int BN, int S>
+template <int BM, int BN, int S, typename Hook = Nothing>
 __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& ring, float (&d)[BN / 2],
-                                             u32 a_offset, int k_tiles, int other_cta = -1) {
+                                             u32 a_offset, int k_tiles, int other_cta = -1, Hook while_first_runs = Hook()) {
     auto free_slot = [&](int slot) {
         if (other_cta < 0) release(sl.empty(slot));
         else release_in_cluster(sl.empty(slot), (u32)other_cta);
@@ -279,6 +294,7 @@ __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& r
         wgmma_fence();
         wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
         wgmma_commit();
+        if (kt == 0) while_first_runs();
         wgmma_wait<1>();
         if (previous >= 0) free_slot(previous);
         previous = ring.slot;
@@ -293,6 +309,7 @@ __device__ __forceinline__ void consume_tile(const Slots<BM, BN, S>& sl, Ring& r
         wgmma_fence();
         wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
         wgmma_commit();
+        if (kt == 0) while_first_runs();
 #if HG_RELEASE_BEFORE_WAIT
         free_slot(ring.slot);   // wrong: the wgmmas may still be reading the slot
         wgmma_wait<0>();
@@ -570,35 +587,102 @@ __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u3
 __device__ __forceinline__ void consumer_sync(int consumer) {
     asm volatile("bar.sync %0, 128;" :: "r"(consumer + 1) : "memory");
 }
-constexpr int HG_C_BOX = 64;                           // rung 7's output boxes: 64 x 64 bf16, 128-byte rows
+#define HG_C_BOX 64                                    // rung 7's output boxes: 64 x 64 bf16, 128-byte rows
 constexpr u32 HG_C_BOX_BYTES = HG_C_BOX * HG_C_BOX * 2;
 
-// A warpgroup's 64 x BN accumulators, rounded to bf16, into `stage` as BN / 64 boxes of 64 x 64, each
-// in the TMA's 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)): the eight rows one
-// stmatrix phase writes then fall in eight different bank groups.
-template <int BN>
-__device__ __forceinline__ void stage_tile(u32 stage, const float (&d)[BN / 2]) {
+// Four 8x8 matrices of 16-bit values from shared memory into registers, stmatrix_x4's inverse: the
+// same addresses give each lane the same values stmatrix_x4 would have taken from it.
+__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& m0, u32& m1, u32& m2, u32& m3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m0), "=r"(m1), "=r"(m2), "=r"(m3) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ float bf16_lo(u32 pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float bf16_hi(u32 pair) { return __uint_as_float(pair & 0xffff0000u); }
+
+// What rung 7's fused epilogue (HG_EPILOGUE) reads, and where a consumer's 64 x BN tile starts.
+struct EpilogueArgs {
+    const bf16_raw* __restrict__ bias;       // N values (HG_EPILOGUE 1-2)
+    const bf16_raw* __restrict__ residual;   // M x N (HG_EPILOGUE 2)
+    int M, N, row0, col0;
+};
+
+// Rung 7's epilogue on a consumer thread's accumulators of column groups j and j + 1 (m64nN layout:
+// value i at row row0 + 16 (warp) + lane / 4 + 8 ((i / 2) % 2), column col0 + 8 (j + i / 4) +
+// 2 (lane % 4) + i % 2): v = GELU(d + bias[col]) for HG_EPILOGUE 1-2 (the bias halved for
+// gelu_of_half), then + residual[row, col] loaded here where `global_residual` (HG_EPILOGUE 2 without
+// the TMA), 4 bytes a pair. Rows past M and columns past N read nothing: their outputs are never stored.
+__device__ __forceinline__ void epilogue_8(float (&v)[8], const float (&d)[8], const EpilogueArgs& e, int j,
+                                           bool global_residual) {
+    const int t = threadIdx.x % 128, lane = t % 32;
+    const int r0 = e.row0 + (t / 32) * 16 + lane / 4;
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+        // c is even and N % 8 == 0 (the host's rule for a fused epilogue): both columns of a pair are
+        // inside or neither, and a pair is one aligned 4-byte load.
+        const int c = e.col0 + 8 * (j + g) + 2 * (lane % 4);
+        const bool inside = c < e.N;
+        float b0 = 0.f, b1 = 0.f;
+        if (HG_EPILOGUE >= 1) {
+            const u32 pair = inside ? __ldg(reinterpret_cast<const unsigned int*>(e.bias + c)) : 0u;
+            b0 = 0.5f * bf16_lo(pair), b1 = 0.5f * bf16_hi(pair);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = 4 * g + 2 * h, r = r0 + 8 * h;
+            v[i] = HG_EPILOGUE >= 1 ? gelu_of_half(fmaf(d[i], 0.5f, b0)) : d[i];
+            v[i + 1] = HG_EPILOGUE >= 1 ? gelu_of_half(fmaf(d[i + 1], 0.5f, b1)) : d[i + 1];
+            if (HG_EPILOGUE == 2 && global_residual && inside && r < e.M) {
+                const u32 pair = __ldg(reinterpret_cast<const unsigned int*>(e.residual + (size_t)r * e.N + c));
+                v[i] += bf16_lo(pair), v[i + 1] += bf16_hi(pair);
+            }
+        }
+    }
+}
+
+// A warpgroup's 64 x BN accumulators, through HG_EPILOGUE and rounded to bf16, into `stage` as BN / 64
+// boxes of 64 x 64, each in the TMA's 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)):
+// the eight rows one stmatrix phase writes then fall in eight different bank groups. The epilogue
+// runs on eight accumulators at a time, just before they are written, so the others stay as they are
+// and each one's register is free once written (the 128 accumulators leave no room for a copy).
+// RESIDUAL: the stage already holds the residual tile, as the TMA brought it; each value is read back
+// with ldmatrix from where its output goes, added, and overwritten (one warp's rows, in program order).
+template <int BN, bool RESIDUAL = false>
+__device__ __forceinline__ void stage_tile(u32 stage, const float (&d)[BN / 2], const EpilogueArgs& e = EpilogueArgs()) {
     const int t = threadIdx.x % 128, lane = t % 32, q = lane / 8;
     const int row = (t / 32) * 16 + (q % 2) * 8 + lane % 8;
 #pragma unroll
     for (int j = 0; j < BN / 8; j += 2) {
         const int col = 8 * (j + q / 2), chunk = (col % HG_C_BOX) / 8;
         const u32 addr = stage + (col / HG_C_BOX) * HG_C_BOX_BYTES + row * 128 + ((chunk ^ (row % 8)) << 4);
-        stmatrix_x4(addr, pack_bf16x2(d[4 * j], d[4 * j + 1]), pack_bf16x2(d[4 * j + 2], d[4 * j + 3]),
-                    pack_bf16x2(d[4 * j + 4], d[4 * j + 5]), pack_bf16x2(d[4 * j + 6], d[4 * j + 7]));
+        float v[8];
+        epilogue_8(v, *reinterpret_cast<const float(*)[8]>(&d[4 * j]), e, j, !RESIDUAL);
+        if (RESIDUAL) {
+            u32 r[4];
+            ldmatrix_x4(addr, r[0], r[1], r[2], r[3]);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) v[i] += i % 2 ? bf16_hi(r[i / 2]) : bf16_lo(r[i / 2]);
+        }
+        stmatrix_x4(addr, pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]), pack_bf16x2(v[4], v[5]),
+                    pack_bf16x2(v[6], v[7]));
     }
 }
 
 // Rung 7's epilogue for one consumer warpgroup: wait until the TMA has read the last tile out of the
-// stage, write this one into it, make the writes visible to the TMA (the async proxy), and let one
-// thread store the boxes. The stores run on while the warpgroup starts its next tile.
-template <int BN>
+// stage (RESIDUAL: until this tile's residual has arrived in it, which load_residual asked for only
+// after that read), write this one into it, make the writes visible to the TMA (the async proxy),
+// and let one thread store the boxes. The stores run on while the warpgroup starts its next tile.
+template <int BN, bool RESIDUAL = false>
 __device__ __forceinline__ void store_tile_tma(const u64* c_map, u32 stage, int consumer, int M, int row0, int col0,
-                                               const float (&d)[BN / 2]) {
+                                               const float (&d)[BN / 2], const EpilogueArgs& e = EpilogueArgs(),
+                                               u32 residual_bar = 0, u32 parity = 0) {
     const bool issuer = threadIdx.x % 128 == 0;
-    if (issuer) bulk_wait_group_read<0>();
-    consumer_sync(consumer);
-    stage_tile<BN>(stage, d);
+    if (RESIDUAL) {
+        mbar_wait(residual_bar, parity);
+    } else {
+        if (issuer) bulk_wait_group_read<0>();
+        consumer_sync(consumer);
+    }
+    stage_tile<BN, RESIDUAL>(stage, d, e);
     fence_proxy_async_shared_cta();
     consumer_sync(consumer);
     if (issuer && row0 < M) {
@@ -609,17 +693,46 @@ __device__ __forceinline__ void store_tile_tma(const u64* c_map, u32 stage, int 
     }
 }
 
+// HG_EPILOGUE 2 by the TMA, while a tile's first k-block is multiplied: one thread waits until the TMA
+// has read the last tile's output out of the stage, then asks it for this tile's 64 x BN residual,
+// into the same boxes and swizzle, counted on `bar`. It lands while the K loop runs. (At the start of
+// the tile, before any wgmma, the wait held up the whole warpgroup's first one.)
+template <int BN>
+__device__ __forceinline__ void load_residual(const u64* r_map, u32 stage, u32 bar, int row0, int col0) {
+    if (threadIdx.x % 128 != 0) return;
+    bulk_wait_group_read<0>();
+    mbar_expect_bytes(bar, 64 * BN * 2);
+#pragma unroll
+    for (int box = 0; box < BN / HG_C_BOX; ++box)
+        tma_load_2d(stage + box * HG_C_BOX_BYTES, r_map, col0 + box * HG_C_BOX, row0, bar);
+}
+
+// HG_EPILOGUE 1-2, at the start of a tile: lanes 0..BN/64-1 of each warp ask for the tile's bias slice
+// (BN bf16, one 128-byte line per lane) to be brought into L1, so that the epilogue's loads of it,
+// long after, hit there instead of waiting on L2. (The K loop's TMA copies do not pass through L1.)
+template <int BN>
+__device__ __forceinline__ void prefetch_bias(const bf16_raw* __restrict__ bias, int N, int col0) {
+    const int lane = threadIdx.x % 32, c = col0 + 64 * lane;
+    if (lane < BN / 64 && c < N) asm volatile("prefetch.global.L1 [%0];" :: "l"(bias + c));
+}
+
 // Rung 7. Launch: as rung 6, dynamic shared memory 1,024 + 65,536 + HG_STORE_STAGES * (49,152 + 16)
-// bytes; maps: A and B as rung 6, then C {N, M} in 64 x 64 boxes with the 128-byte swizzle. Each
-// consumer's 64 x 256 output leaves through its 32 KiB of stage in front of the slots. Where N % 8 != 0
-// the TMA cannot address C's rows (16-byte strides): the map is unused and the stores are rung 6's.
+// bytes (+ 16 for HG_EPILOGUE 2's residual barriers); maps: A and B as rung 6, then C {N, M} in 64 x 64
+// boxes with the 128-byte swizzle (then, for HG_EPILOGUE 2, the residual's, the same). Each consumer's
+// 64 x 256 output leaves through its 32 KiB of stage in front of the slots. Where N % 8 != 0 the TMA
+// cannot address C's rows (16-byte strides): the maps are unused and the stores are rung 6's.
+// bias (N values) and residual (M x N) are read only by the HG_EPILOGUE they belong to.
 extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void __cluster_dims__(2, 1, 1)
-hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __restrict__ maps) {
+hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __restrict__ maps,
+                  const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual) {
     constexpr int BM = 128, BN = 256;
+    constexpr bool STAGED_RESIDUAL = HG_EPILOGUE == 2 && HG_RESIDUAL_TMA;
     extern __shared__ __align__(1024) unsigned char smem[];
     const u32 stages_base = align_1024(smem_u32(smem));
     const Slots<BM, BN, HG_STORE_STAGES> sl{stages_base + BM * BN * 2};
+    const u32 residual_bars = sl.full(0) + 16 * HG_STORE_STAGES;   // after the slots' barriers, one per consumer
     const PairGrid<BM, BN> pg(M, N);
+    if (STAGED_RESIDUAL && threadIdx.x == 0) mbar_init(residual_bars, 1), mbar_init(residual_bars + 8, 1);
     init_slots(sl, maps, 2 * HG_EMPTY_ARRIVALS(2));
     cluster_sync();   // both blocks' barriers exist before either multicasts into, or arrives on, the other's
     const int k_tiles = (K + HG_BK - 1) / HG_BK, wg = threadIdx.x / 128;
@@ -640,14 +753,27 @@ hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __re
 #endif
         const int consumer = wg - 1;
         const bool tma_store = N % 8 == 0;
-        const u32 stage = stages_base + consumer * (BM / 2) * BN * 2;
-        if (tma_store && threadIdx.x % 128 == 0) tensormap_acquire(maps + 32);
+        const u32 stage = stages_base + consumer * (BM / 2) * BN * 2, residual_bar = residual_bars + 8 * consumer;
+        if (tma_store && threadIdx.x % 128 == 0) {
+            tensormap_acquire(maps + 32);
+            if (STAGED_RESIDUAL) tensormap_acquire(maps + 48);
+        }
         float d[BN / 2];
-        for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+        u32 tiles = 0;
+        for (int p = pg.cluster; p < pg.pairs; p += pg.clusters, ++tiles) {
             pg.origin(p, row0, col0);
-            consume_tile(sl, ring, d, consumer * 64 * 128, k_tiles, (int)(pg.rank ^ 1));
-            if (tma_store) store_tile_tma<BN>(maps + 32, stage, consumer, M, row0 + consumer * 64, col0, d);
-            else store_tile<BN>(C, M, N, row0 + consumer * 64, col0, d);
+            if (HG_EPILOGUE >= 1) prefetch_bias<BN>(bias, N, col0);
+            consume_tile(sl, ring, d, consumer * 64 * 128, k_tiles, (int)(pg.rank ^ 1), [&] {
+                if (STAGED_RESIDUAL && tma_store) load_residual<BN>(maps + 48, stage, residual_bar, row0 + consumer * 64, col0);
+            });
+            const EpilogueArgs e{bias, residual, M, N, row0 + consumer * 64, col0};
+            if (tma_store) {
+                store_tile_tma<BN, STAGED_RESIDUAL>(maps + 32, stage, consumer, M, row0 + consumer * 64, col0, d, e,
+                                                    residual_bar, tiles & 1);
+            } else {
+                if (HG_EPILOGUE >= 1) __trap();   // the host refuses a fused epilogue where N % 8 != 0
+                store_tile<BN>(C, M, N, row0 + consumer * 64, col0, d);
+            }
         }
         if (tma_store && threadIdx.x % 128 == 0) bulk_wait_group_read<0>();   // the stage outlives its last read
     }

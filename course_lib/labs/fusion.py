@@ -28,7 +28,7 @@ import numpy as np
 from course_lib.core import cuda
 from course_lib.core.hardware import detect, gpu_spec
 from course_lib.core.timing import benchmark_interleaved
-from course_lib.launch import gemm_bf16
+from course_lib.launch import gemm_bf16, hopper_gemm
 from course_lib.launch.elementwise import geometry as elementwise_launch
 from course_lib.launch.fusion import (
     CHAIN_SHAPES,
@@ -475,6 +475,109 @@ def epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
     return cases
 
 
+# --------------------------------------------------------------------------- the epilogue on the Hopper GEMM
+
+# Rung 7 of notebook 10 (sm_90a) with notebook 08's epilogue fused (HG_EPILOGUE), against the same rung
+# plain and cuBLAS with PyTorch's epilogue, eager and compiled. B is N×K here (torch.nn.Linear's weight).
+HOPPER_PLAIN = Plan("Hopper rung 7 (plain)", Source.COURSE)
+HOPPER_FUSED = {name: Plan(f"Hopper rung 7, fused {name}", Source.COURSE, fused=True)
+                for name in hopper_gemm.FUSED_EPILOGUES}
+HOPPER_CUBLAS = Plan("cuBLAS GEMM (torch.mm, B as N×K)", Source.LIBRARY)
+HOPPER_CUBLAS_EAGER = Plan("cuBLAS + PyTorch eager epilogue (B as N×K)", Source.LIBRARY)
+HOPPER_COMPILE = Plan("torch.compile (Inductor), B as N×K", Source.LIBRARY, fused=True)
+HOPPER_EPILOGUE_PLANS = by_label(HOPPER_PLAIN, *HOPPER_FUSED.values(), HOPPER_CUBLAS, HOPPER_CUBLAS_EAGER,
+                                 HOPPER_COMPILE)
+HOPPER_PROFILED = (HOPPER_PLAIN, *HOPPER_FUSED.values())
+
+
+def _hopper_epilogue_inputs(m: int, n: int, k: int):
+    a, b, _, _ = hopper_gemm.operands(m, n, k, 31)
+    return (a, b, *hopper_gemm.epilogue_operands(m, n, 33))
+
+
+def profile_hopper_epilogue(m: int, n: int, k: int) -> None:
+    """Rung 7 plain, then with each fused epilogue, each launched once (``HOPPER_PROFILED``'s order):
+    what ncu profiles for ``fusion.hopper_epilogue``."""
+    import cupy
+
+    a, b, bias, res = _hopper_epilogue_inputs(m, n, k)
+    c = hopper_gemm.nan_output(m, n)
+    hopper_gemm.run(7, a, b, c)
+    for defines in hopper_gemm.FUSED_EPILOGUES.values():
+        hopper_gemm.run(7, a, b, c, defines, bias_bits=bias, residual_bits=res)
+    cupy.cuda.Device().synchronize()
+
+
+@experiment("fusion.hopper_epilogue",
+            "Bias + GELU (+ residual) fused into notebook 10's fastest Hopper GEMM (rung 7), against the same "
+            "GEMM plain, cuBLAS alone, and cuBLAS with PyTorch's epilogue, eager and torch.compile'd.",
+            record_runs=2, shapes=[[4096, 4096, 4096], [8192, 8192, 8192], [4096, 4096, 1024]], samples=20)
+def hopper_epilogue(shapes: list[list[int]], samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    hopper_gemm.require_hopper(detect().compute_capability)
+    cases = []
+    for m, n, k in shapes:
+        a, b, bias, res = _hopper_epilogue_inputs(m, n, k)
+        c = hopper_gemm.nan_output(m, n)
+        ta, tb, tbias, tres = (torch_view(v) for v in (a, b, bias, res))
+        product = ta.double() @ tb.double().t()
+        activated = torch.nn.functional.gelu(product + tbias.double(), approximate="tanh")
+
+        def torch_epilogue(x, w, bb, r):
+            return torch.nn.functional.gelu(x @ w.t() + bb, approximate="tanh") + r
+
+        compiled, why_not = _compiled(torch_epilogue, ta, tb, tbias, tres)
+        plans = {HOPPER_PLAIN: (lambda: hopper_gemm.run(7, a, b, c), c, product)}
+        for name, defines in hopper_gemm.FUSED_EPILOGUES.items():
+            plans[HOPPER_FUSED[name]] = (
+                lambda d=defines: hopper_gemm.run(7, a, b, c, d, bias_bits=bias, residual_bits=res), c,
+                activated + tres.double() if hopper_gemm.epilogue_of(defines) == 2 else activated)
+        plans[HOPPER_CUBLAS] = (lambda: torch.mm(ta, tb.t()), None, product)
+        plans[HOPPER_CUBLAS_EAGER] = (lambda: torch_epilogue(ta, tb, tbias, tres), None, activated + tres.double())
+        if compiled is not None:
+            plans[HOPPER_COMPILE] = (lambda: compiled(ta, tb, tbias, tres), None, activated + tres.double())
+        checks = {}
+        for plan, (fn, buf, ref) in plans.items():
+            if buf is not None:
+                buf.fill(0xFFFF)   # NaN bits: an unwritten output fails the check
+            got = fn()
+            got = bf16_bits_to_float32(buf) if buf is not None else cupy.asarray(got.float())
+            # Eager PyTorch rounds to bf16 four times (the product, + bias, GELU, + residual), the others once.
+            rounding = 2.0 if plan is HOPPER_CUBLAS_EAGER else 1.0
+            checks[plan] = check_close(got, cupy.asarray(ref), "float64 GEMM and epilogue of the same bf16 inputs",
+                                       rounding * bf16_tolerance_rel())
+        times = benchmark_interleaved([fn for fn, _, _ in plans.values()], samples,
+                                      references=library_indices(plans))
+        kernels = launched_by({plan: fn for plan, (fn, _, _) in plans.items()})
+        for (plan, _), t in zip(plans.items(), times):
+            launch = None
+            if plan.course:
+                defines = hopper_gemm.FUSED_EPILOGUES.get(plan.label.removeprefix("Hopper rung 7, fused "))
+                launch = hopper_gemm.launch_entry(hopper_gemm.rung(7), m, n, defines)
+            cases.append(require_passed(Case(
+                f"{m}x{n}x{k}: {plan.label}", {"shape": [m, n, k], "plan": plan.label}, plan.label, t,
+                2.0 * m * n * k, 2.0 * (m * k + k * n + m * n), checks[plan], launch,
+                extra={"kernels": _kernel_summary(kernels[plan]),
+                       **({"torch_compile_unavailable": why_not} if why_not and plan is HOPPER_CUBLAS_EAGER else {})})))
+        if [m, n, k] == shapes[0]:
+            profiled = [c for p in HOPPER_PROFILED for c in cases if c.params == {"shape": [m, n, k], "plan": p.label}]
+            profiler.attach_profiles(profiled, Target(profile_hopper_epilogue, (m, n, k)), HOPPER_EPILOGUE_METRICS,
+                                     "^hgemm_7_tma_store$", ["hgemm_7_tma_store"] * len(profiled))
+    return cases
+
+
+HOPPER_EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
+                           "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                           "dram__bytes_read.sum", "dram__bytes_write.sum",
+                           "smsp__warp_issue_stalled_barrier_per_warp_active.pct",
+                           "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",
+                           "smsp__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                           "smsp__inst_executed_pipe_xu.sum"]
+
+
 # --------------------------------------------------------------------------- row reductions
 
 
@@ -824,12 +927,36 @@ def kernel_rows(result, **where) -> list[dict]:
     return rows
 
 
+def _cases_by_shape(result):
+    """(shape, {plan label: case}) for each GEMM shape of an epilogue experiment, in its order."""
+    for shape in result.params["shapes"]:
+        yield shape, {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+
+
+def _profile_rows(result, plain_plan: Plan, plans, columns) -> list[dict]:
+    """ncu's rows for ``plans`` at an epilogue experiment's first shape: each one's time and instructions
+    beside ``plain_plan``'s, then ``columns(metrics)``; plans recorded without a profile say why, and
+    plans not recorded on this GPU (the 16-byte stores below sm_90) are left out."""
+    _, cs = next(_cases_by_shape(result))
+    plain = cs[plain_plan.label].extra.get("ncu")
+    rows = []
+    for label in (p.label for p in plans if p.label in cs):
+        nc = cs[label].extra.get("ncu")
+        if not nc or not plain:
+            rows.append({"plan": label, "ncu": cs[label].extra.get("ncu_unavailable", "not profiled")})
+            continue
+        rows.append({"plan": label, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
+                     "warp instructions (M)": nc["sm__inst_executed.sum"] / 1e6,
+                     "more than plain (M)": (nc["sm__inst_executed.sum"] - plain["sm__inst_executed.sum"]) / 1e6,
+                     **columns(nc)})
+    return rows
+
+
 @beside_reference
 def epilogue_rows(result) -> list[dict]:
     """Every epilogue plan at each shape, against the plain course GEMM and cuBLAS of the same run."""
     rows = []
-    for shape in result.params["shapes"]:
-        cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
+    for shape, cs in _cases_by_shape(result):
         plain, lib = cs[PLAIN_GEMM.label], cs[CUBLAS.label]
         plain_staged = cs.get(PLAIN_STAGED.label)
         for label, c in cs.items():
@@ -850,24 +977,41 @@ def epilogue_rows(result) -> list[dict]:
 def epilogue_profile_rows(result) -> list[dict]:
     """ncu on the course GEMM's epilogue plans at the first shape: instructions executed, how busy the
     issue slots and tensor pipe were, and DRAM traffic, each beside the plain GEMM's."""
-    shape = result.params["shapes"][0]
-    cs = {c.params["plan"]: c for c in result.cases if c.params["shape"] == shape}
-    plain = cs[PLAIN_GEMM.label].extra.get("ncu")
+    return _profile_rows(result, PLAIN_GEMM, EPILOGUE_PROFILED, lambda nc: {
+        "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+        "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+        "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6})
+
+
+@beside_reference
+def hopper_epilogue_rows(result) -> list[dict]:
+    """Each plan of ``fusion.hopper_epilogue`` at each shape: the course's against plain rung 7, the
+    libraries' against cuBLAS alone, and every plan against cuBLAS + torch.compile's epilogue."""
     rows = []
-    for label in (p.label for p in EPILOGUE_PROFILED):
-        if label not in cs:   # the 16-byte-store plans are recorded on sm_90+ only
-            continue
-        nc = cs[label].extra.get("ncu")
-        if not nc or not plain:
-            rows.append({"plan": label, "ncu": cs[label].extra.get("ncu_unavailable", "not profiled")})
-            continue
-        rows.append({"plan": label, "µs (ncu)": nc["gpu__time_duration.sum"] / 1e3,
-                     "warp instructions (M)": nc["sm__inst_executed.sum"] / 1e6,
-                     "more than plain (M)": (nc["sm__inst_executed.sum"] - plain["sm__inst_executed.sum"]) / 1e6,
-                     "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
-                     "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
-                     "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6})
+    for shape, cs in _cases_by_shape(result):
+        plain, lib = cs[HOPPER_PLAIN.label], cs[HOPPER_CUBLAS.label]
+        compiled = cs.get(HOPPER_COMPILE.label)
+        for label, c in cs.items():
+            plan = HOPPER_EPILOGUE_PLANS[label]
+            rows.append({"M x N x K": "x".join(map(str, shape)), "plan": label, "median µs": c.median_s * 1e6,
+                         "over plain rung 7": f"{100 * (c.median_s / plain.median_s - 1):+.1f}%" if plan.course else "",
+                         "over cuBLAS alone": (f"{100 * (c.median_s / lib.median_s - 1):+.1f}%"
+                                               if plan.source is Source.LIBRARY else ""),
+                         "time / cuBLAS + compile": (f"{c.median_s / compiled.median_s:.3f}"
+                                                     if compiled is not None and plan.fused else ""),
+                         "kernels": c.extra["kernels"]["count"]})
     return rows
+
+
+@beside_reference
+def hopper_epilogue_profile_rows(result) -> list[dict]:
+    """ncu on rung 7 plain and with each fused epilogue at the first shape, each launched once."""
+    return _profile_rows(result, HOPPER_PLAIN, HOPPER_PROFILED, lambda nc: {
+        "MUFU (XU) instructions (M)": nc["smsp__inst_executed_pipe_xu.sum"] / 1e6,
+        "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+        "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+        "stalled on memory (long scoreboard) %": nc["smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct"],
+        "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6})
 
 
 @beside_reference

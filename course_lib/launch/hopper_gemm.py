@@ -97,12 +97,14 @@ def hg_macros(defines: dict[str, int] | None = None) -> dict[str, int]:
 
 
 def smem_bytes(r: Rung, defines: dict[str, int] | None = None) -> int:
-    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack."""
+    """Dynamic shared memory a rung is launched with: its slots, their mbarriers, alignment slack (and the
+    residual's two mbarriers where rung 7's fused epilogue brings it by TMA)."""
     bm, bn = r.tile
     slot = (bm + bn) * hg_macros(defines)["HG_BK"] * 2
     if r.slots == "one":
         return ALIGN_SLACK + slot + 8
-    return ALIGN_SLACK + stages(r, defines) * (slot + 16) + output_stage_bytes(r)
+    residual_bars = 16 if r.tma_store and staged_residual(defines) else 0
+    return ALIGN_SLACK + stages(r, defines) * (slot + 16) + output_stage_bytes(r) + residual_bars
 
 
 def stages(r: Rung, defines: dict[str, int] | None = None) -> int:
@@ -190,33 +192,89 @@ def sm_count() -> int:
     return cupy.cuda.Device().attributes["MultiProcessorCount"]
 
 
-C_BOX = 64   # rung 7 stores C in 64 × 64 boxes: 128-byte rows, the widest the 128-byte swizzle takes
+def c_box() -> int:
+    """Rung 7's output boxes are c_box() × c_box() bf16 (HG_C_BOX): 128-byte rows, the widest the 128-byte
+    swizzle takes."""
+    return hg_macros()["HG_C_BOX"]
 
 
-def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int, c_bits=None):
+# Rung 7's fused epilogues (notebook 08): the macros that build each, C = A·Bᵀ for none.
+FUSED_EPILOGUES: dict[str, dict[str, int]] = {
+    "bias + GELU": {"HG_EPILOGUE": 1},
+    "bias + GELU + residual": {"HG_EPILOGUE": 2},
+    "bias + GELU + residual, each thread loading its residual": {"HG_EPILOGUE": 2, "HG_RESIDUAL_TMA": 0},
+}
+
+
+def epilogue_of(defines: dict[str, int] | None) -> int:
+    """HG_EPILOGUE in a build: 0 none, 1 GELU(A·Bᵀ + bias), 2 the same + residual."""
+    return hg_macros(defines)["HG_EPILOGUE"]
+
+
+def staged_residual(defines: dict[str, int] | None) -> bool:
+    """Whether the build's epilogue brings the residual into the output stage by TMA (a fourth map)."""
+    return epilogue_of(defines) == 2 and bool(hg_macros(defines)["HG_RESIDUAL_TMA"])
+
+
+def tensor_maps(a_bits, b_bits, box_rows_a: int, box_rows_b: int, c_bits=None, residual_bits=None):
     """A's and B's TMA descriptors (K wide, 64 × box_rows boxes, 128-byte swizzle) in GPU memory, then
-    (``c_bits``, N % 8 == 0) C's for the TMA store, N wide in 64 × 64 boxes. Where N % 8 != 0 C's rows
-    are not 16-byte aligned, the TMA cannot address them, and the kernel stores directly."""
+    (``c_bits``, N % 8 == 0) C's for the TMA store, N wide in 64 × 64 boxes, and (``residual_bits``) the
+    residual's, the same. Where N % 8 != 0 C's rows are not 16-byte aligned, the TMA cannot address
+    them, and the kernel stores directly."""
     import cupy
     import numpy as np
 
     (m, k), n = a_bits.shape, b_bits.shape[0]
     c_ptr = None if c_bits is None else c_bits.data.ptr
-    key = (a_bits.data.ptr, b_bits.data.ptr, c_ptr, m, n, k, box_rows_a, box_rows_b)
+    r_ptr = None if residual_bits is None else residual_bits.data.ptr
+    key = (a_bits.data.ptr, b_bits.data.ptr, c_ptr, r_ptr, m, n, k, box_rows_a, box_rows_b)
     if key not in _MAPS:
         words = (encode_tensor_map(a_bits.data.ptr, k, m, 64, box_rows_a)
                  + encode_tensor_map(b_bits.data.ptr, k, n, 64, box_rows_b))
+        box = c_box()
         if c_bits is not None:
-            words += encode_tensor_map(c_ptr, n, m, C_BOX, C_BOX) if n % 8 == 0 else [0] * 16
+            words += encode_tensor_map(c_ptr, n, m, box, box) if n % 8 == 0 else [0] * 16
+        if residual_bits is not None:
+            words += encode_tensor_map(r_ptr, n, m, box, box)
         if len(_MAPS) > 64:
             _MAPS.clear()
         _MAPS[key] = cupy.asarray(np.array(words, dtype=np.uint64))
     return _MAPS[key]
 
 
+def _require_aligned(what: str, array, alignment: int, why: str) -> None:
+    if array.data.ptr % alignment:
+        raise ValueError(f"{what} starts at byte {array.data.ptr % alignment} of a {alignment}-byte line; {why} needs it "
+                         f"{alignment}-byte aligned. Pass a fresh allocation, or a view whose first element is aligned.")
+
+
+def require_epilogue_operands(defines, m: int, n: int, bias_bits, residual_bits) -> None:
+    """Rung 7's fused epilogue needs the bias (N raw bf16), and the residual (M×N) for HG_EPILOGUE 2, both
+    where the kernel can read them; and N % 8 == 0, since the epilogue runs on the tile on its way to the
+    TMA store."""
+    epilogue = epilogue_of(defines)
+    if epilogue == 0:
+        return
+    if n % 8:
+        raise ValueError(f"N = {n}: rung 7's fused epilogue runs on the tile the TMA stores, and the TMA needs C's rows "
+                         f"16-byte aligned, so N must be a multiple of 8. Pad N to {-(-n // 8) * 8} (and the bias, "
+                         "residual and B with it), or use notebook 08's mma.sync GEMM, which fuses at any N.")
+    if bias_bits is None or bias_bits.shape != (n,):
+        raise ValueError(f"the fused epilogue adds a bias of N = {n} raw bf16 values; got "
+                         f"{None if bias_bits is None else bias_bits.shape}")
+    _require_aligned("the bias", bias_bits, 4, "the epilogue's 4-byte loads of column pairs")
+    if epilogue == 2:
+        if residual_bits is None or residual_bits.shape != (m, n):
+            raise ValueError(f"HG_EPILOGUE 2 adds an M×N = {m}×{n} residual; got "
+                             f"{None if residual_bits is None else residual_bits.shape}")
+        _require_aligned("the residual", residual_bits, 16 if staged_residual(defines) else 4,
+                         "the TMA load of its tiles" if staged_residual(defines) else "the epilogue's 4-byte loads")
+
+
 def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | None = None, fn=None,
-        smem_bytes_at_least: int = 0, blocks: int | None = None) -> None:
-    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously.
+        smem_bytes_at_least: int = 0, blocks: int | None = None, bias_bits=None, residual_bits=None) -> None:
+    """C = A·Bᵀ with one rung on raw-bf16 CuPy arrays (A: M×K, B: N×K, C: M×N), asynchronously; with a
+    fused epilogue in ``defines`` (rung 7, ``FUSED_EPILOGUES``) C = GELU(A·Bᵀ + bias) (+ residual).
     ``smem_bytes_at_least`` launches with more shared memory than the rung needs, so that fewer of its
     blocks fit on an SM (the residency comparison of rungs 1 and 2); ``blocks`` sets a persistent
     rung's grid (default: one block per SM)."""
@@ -227,17 +285,22 @@ def run(r: Rung | str | int, a_bits, b_bits, c_bits, defines: dict[str, int] | N
     if b_bits.shape[1] != k or c_bits.shape != (m, n):
         raise ValueError(f"shapes do not chain: A {a_bits.shape}, B {b_bits.shape} (N×K), C {c_bits.shape}")
     require_k(k)
-    if r.tma_store and n % 8 == 0 and c_bits.data.ptr % 16:
-        raise ValueError(f"{r.kernel} stores C with the TMA, which needs C to start 16-byte aligned; this C starts at "
-                         f"byte {c_bits.data.ptr % 16} of a 16-byte line (a view into a larger array?). Pass a fresh "
-                         "allocation, or a view whose first element is 16-byte aligned.")
+    if epilogue_of(defines) and not r.tma_store:
+        raise ValueError(f"only rung 7 ({RUNGS[-1].kernel}) fuses an epilogue; {r.kernel} computes A·Bᵀ alone")
+    require_epilogue_operands(defines, m, n, bias_bits, residual_bits)
+    if r.tma_store and n % 8 == 0:
+        _require_aligned(f"C of {r.kernel}", c_bits, 16, "the TMA store")
     grid, block, smem = geometry(r, m, n, sm_count(), defines, blocks)
     smem = max(smem, smem_bytes_at_least)
     fn = fn or kernel_function(r.kernel, defines_to_options(defines))
     if fn.max_dynamic_shared_size_bytes < smem:
         fn.max_dynamic_shared_size_bytes = smem
-    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows, c_bits if r.tma_store else None)
-    fn(grid, block, (c_bits, np.int32(m), np.int32(n), np.int32(k), maps), shared_mem=smem)
+    maps = tensor_maps(a_bits, b_bits, r.tile[0], r.b_box_rows, c_bits if r.tma_store else None,
+                       residual_bits if r.tma_store and staged_residual(defines) else None)
+    args = (c_bits, np.int32(m), np.int32(n), np.int32(k), maps)
+    if r.tma_store:
+        args += tuple(np.uint64(0) if x is None else x for x in (bias_bits, residual_bits))
+    fn(grid, block, args, shared_mem=smem)
 
 
 SPLIT_K_KERNEL, SPLIT_K_FINISH = "hgemm_split_k", "hgemm_split_k_finish"
@@ -335,6 +398,43 @@ def hopper_smoke() -> None:
             err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
             if not err <= bf16_tolerance(exact):
                 raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
+    fused_epilogue_check(EPILOGUE_SMOKE_SHAPES)
+
+
+EPILOGUE_SMOKE_SHAPES = ((1, 8, 8), (130, 264, 200), (256, 512, 320))   # the fused epilogue needs N % 8 == 0
+
+
+def gelu_tanh_reference(x):
+    """torch.nn.functional.gelu(x, approximate="tanh") in x's precision (CuPy or NumPy)."""
+    import numpy as np
+
+    xp = np if isinstance(x, np.ndarray) else __import__("cupy")
+    return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+def epilogue_operands(m: int, n: int, seed: int):
+    """Random raw-bf16 bias (N) and residual (M×N) for the fused epilogue."""
+    return to_bf16_bits(random_operand((n,), seed)), to_bf16_bits(random_operand((m, n), seed + 1))
+
+
+def fused_epilogue_check(shapes) -> None:
+    """Rung 7 with each fused epilogue at ``shapes`` against float64: GELU(A·Bᵀ + bias) (+ residual)."""
+    import cupy
+
+    def f64(bits):
+        return bf16_bits_to_float32(bits).astype(cupy.float64)
+
+    for m, n, k in shapes:
+        a, b, _, _ = operands(m, n, k, 45)
+        bias, residual = epilogue_operands(m, n, 47)
+        activated = gelu_tanh_reference(f64(a) @ f64(b).T + f64(bias)[None, :])
+        for name, defines in FUSED_EPILOGUES.items():
+            ref = activated + f64(residual) if epilogue_of(defines) == 2 else activated
+            c = nan_output(m, n)
+            run(7, a, b, c, defines, bias_bits=bias, residual_bits=residual)
+            err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
+            if not err <= bf16_tolerance(ref):
+                raise AssertionError(f"{FAMILY}.{RUNGS[-1].kernel} with {name} wrong at {m}x{n}x{k}: max error {err}")
 
 
 @covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
