@@ -129,7 +129,7 @@ def test_every_rung_is_shown_as_a_diff_of_the_last():
         assert diff.startswith(f"--- {hopper_gemm.rung(n - 1).kernel}\n+++ {hopper_gemm.rung(n).kernel}")
     assert "registers_up<HG_CONSUMER_REGS>" in lab_hopper.rung_diff(4)
     assert "tile_origin" in lab_hopper.rung_diff(5)
-    assert "produce_pair_tile" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
+    assert "produce_pairs" in lab_hopper.rung_diff(6) and "cluster_sync" in lab_hopper.rung_diff(6)
     assert "+                store_tile_tma<BN, STAGED_RESIDUAL>(maps + 32" in lab_hopper.rung_diff(7)
     assert "tma_load_2d_multicast" in lab_hopper.helper_source("produce_pair_tile")
     helpers = lab_hopper.helper_source("produce_tile", "consume_tile", "release")

@@ -14,6 +14,7 @@
 typedef unsigned short bf16_raw;
 
 #include "async_copy.cuh"   // smem_u32, and the cp.async copies of prefetch_row
+#include "gelu.cuh"         // gelu_of_half, the separate epilogue pass's GELU
 
 // ---------------------------------------------------------------------------------------------- reductions
 
@@ -541,13 +542,9 @@ __device__ __forceinline__ bf16_raw float_to_bf16(float x) {   // round to neare
     return r;
 }
 
-// GELU, tanh form, folded as in gemm_bf16.cu's fused epilogue (the hardware tanh).
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float h = 0.5f * x;
-    float t;
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(x * fmaf(0.035677408136300125f, x * x, 0.7978845608028654f)));
-    return fmaf(h, t, h);
-}
+// GELU, tanh form, with the hardware tanh: gelu.cuh's fold, of h = x/2 (scaling by 2 is exact, so
+// this is bit for bit the fold written around x).
+__device__ __forceinline__ float gelu_tanh(float x) { return gelu_of_half(0.5f * x); }
 
 // The epilogue as its own pass over a GEMM's bf16 output: out = GELU(c + bias[col]) + residual.
 // residual may be null (bias and GELU only). Launch: block (256), grid (ceil(rows * cols / 8 / 256)).

@@ -82,6 +82,7 @@
 typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
 
 #include "async_copy.cuh"   // smem_u32_asm, cp.async, and the TMA path's mbarriers, fences and tile loads
+#include "gelu.cuh"         // gelu_of_half, the fused epilogue's GELU
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
@@ -109,21 +110,16 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
 
 __device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_float((u32)v << 16); }
 
-// GELU, tanh form (torch.nn.functional.gelu(approximate="tanh")), with the hardware tanh
-// (tanh.approx.f32, one MUFU instruction, relative error about 2^-11, below bf16's 2^-8): tanhf's
-// dozens of dependent instructions per output cost more than the GEMM itself at small K here.
-// It takes h = x/2: GELU(x) = h + h·tanh(u), u = k·(x + 0.044715·x³) = h·(2k + 8k·0.044715·h²).
-// Written as 0.5·x·(1 + tanh(k·(x + 0.044715·x³))) it compiles to seven fp32 instructions and the
-// tanh, because the compiler may not reassociate float arithmetic; folded like this it is four.
-__device__ __forceinline__ float gelu_of_half(float h) {
-    const float u = h * fmaf(0.2854192650904010f, h * h, 1.5957691216057308f);
-    float t;
-#if TC_GELU_TANHF   // the libm tanhf instead: notebook 08 measures what it costs
-    t = tanhf(u);
+// The fused epilogue's GELU of h = x/2 (torch.nn.functional.gelu(approximate="tanh")): gelu.cuh's, with
+// the hardware tanh, whose error (about 2^-11 relative) is below bf16's 2^-8; or, with TC_GELU_TANHF,
+// the same fold with the libm tanhf, whose dozens of dependent instructions per output cost more than
+// the GEMM itself at small K here (notebook 08 measures it).
+__device__ __forceinline__ float epilogue_gelu(float h) {
+#if TC_GELU_TANHF
+    return fmaf(h, tanhf(h * fmaf(0.2854192650904010f, h * h, 1.5957691216057308f)), h);
 #else
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+    return gelu_of_half(h);
 #endif
-    return fmaf(h, t, h);
 }
 
 // The bias as the epilogue holds it: halved when GELU follows, so that x/2 + b/2 is one FFMA
@@ -138,7 +134,7 @@ __device__ __forceinline__ float2 epilogue_bias_pair(u32 bias2) {
 // + bias, then the fused epilogue's activation: GELU, or nothing (TC_EPILOGUE_GELU 0, bias only:
 // notebook 08 measures the GELU's arithmetic apart from the bias's loads). b is epilogue_bias's.
 __device__ __forceinline__ float bias_activation(float x, float b) {
-    return TC_EPILOGUE_GELU ? gelu_of_half(fmaf(x, 0.5f, b)) : x + b;
+    return TC_EPILOGUE_GELU ? epilogue_gelu(fmaf(x, 0.5f, b)) : x + b;
 }
 __device__ __forceinline__ void bias_activation(float& x0, float& x1, float2 b) {
     x0 = bias_activation(x0, b.x);

@@ -536,6 +536,17 @@ struct PairGrid {
     }
 };
 
+// The producer of a clustered rung (6-7): its cluster's tile pairs in turn, each one's K loop.
+template <int BM, int BN, int S>
+__device__ __forceinline__ void produce_pairs(const Slots<BM, BN, S>& sl, Ring& ring, const u64* maps, int k_tiles,
+                                              const PairGrid<BM, BN>& pg) {
+    int row0, col0;
+    for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
+        pg.origin(p, row0, col0);
+        produce_pair_tile(sl, ring, maps, k_tiles, row0, col0, pg.rank);
+    }
+}
+
 // Rung 6. Launch: grid (2 * min(SMs / 2, tile pairs)), block (384), clusters of 2 (fixed here by
 // __cluster_dims__), dynamic shared memory as rung 4. maps: A as before; B with boxes {64, 128}, half
 // a B tile. Cluster c takes tile pairs c, c + gridDim.x / 2, ...: a pair is two vertically adjacent
@@ -557,11 +568,7 @@ hgemm_6_cluster(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __rest
 #if HG_SETMAXNREG
         registers_down<HG_PRODUCER_REGS>();
 #endif
-        if (threadIdx.x == 0)
-            for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
-                pg.origin(p, row0, col0);
-                produce_pair_tile(sl, ring, maps, k_tiles, row0, col0, pg.rank);
-            }
+        if (threadIdx.x == 0) produce_pairs(sl, ring, maps, k_tiles, pg);
     } else {
 #if HG_SETMAXNREG
         registers_up<HG_CONSUMER_REGS>();
@@ -742,11 +749,7 @@ hgemm_7_tma_store(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __re
 #if HG_SETMAXNREG
         registers_down<HG_PRODUCER_REGS>();
 #endif
-        if (threadIdx.x == 0)
-            for (int p = pg.cluster; p < pg.pairs; p += pg.clusters) {
-                pg.origin(p, row0, col0);
-                produce_pair_tile(sl, ring, maps, k_tiles, row0, col0, pg.rank);
-            }
+        if (threadIdx.x == 0) produce_pairs(sl, ring, maps, k_tiles, pg);
     } else {
 #if HG_SETMAXNREG
         registers_up<HG_CONSUMER_REGS>();
