@@ -90,3 +90,13 @@ def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
     verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
     assert not verdict.correct and "launch failed" in verdict and "did not finish" not in verdict, verdict
     assert "a barrier wait that never completed" in verdict, verdict
+
+
+def test_a_correct_kernel_that_does_far_more_work_than_the_reference_is_not_passed():
+    """A grid-stride loop stepping by gridDim.x alone: every element right, each written 256 times."""
+    slow = ('extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {\n'
+            '    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += gridDim.x)\n'
+            '        y[i] = a * x[i];\n}\n')
+    verdict = ke.check("scale_grid_stride", slow)
+    assert not verdict.correct and ": correct" in verdict and "not yet what this exercise asks" in verdict, verdict
+    assert "this exercise's reference solution" in verdict

@@ -360,3 +360,77 @@ def test_without_nvdisasm_the_source_stands_in_and_judges_alike(name):
         _, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
         assert not problems, problems
         assert all(f.ok for f in ex.static_findings(source, res, None)) == want, (name, want)
+
+
+def test_a_correct_kernel_slower_than_the_bar_against_the_reference_is_not_yet_correct():
+    from course_lib.exercises.kernel.checker import _live_lines, slowdown
+
+    def run(yours_us, reference_us=None):
+        timing = {"size": 1 << 20, "yours_us": yours_us, "course_us": 10.0, "course_kernel": "elementwise.copy",
+                  "samples": 20, **({"reference_us": reference_us} if reference_us else {})}
+        return {"cases": [{"size": 1 << 20, "passed": True, "first_wrong": None}], "timing": timing}
+
+    bar = catalog.SCALE.max_slowdown
+    ok, lines = _live_lines(catalog.SCALE, run(10.0 * bar * 0.99, 10.0), 20)
+    assert ok and "reference solution 10.0 µs" in lines[-1]
+    ok, lines = _live_lines(catalog.SCALE, run(10.0 * 256, 10.0), 20)   # a loop that does 256× the work
+    assert not ok and "256.00× the reference solution's time" in lines[-1] and f"{bar:g}×" in lines[-1]
+    assert _live_lines(catalog.SCALE, run(50.0), 20)[0]   # no reference timed (a fix-the-kernel check): no bar
+    assert slowdown({"yours_us": 3.0, "reference_us": 2.0}) == 1.5 and slowdown({"yours_us": 3.0}) is None
+    wrong = run(10.0, 10.0)
+    wrong["cases"][0]["passed"] = False
+    wrong["cases"][0]["first_wrong"] = "index 0"
+    ok, lines = _live_lines(catalog.SCALE, wrong, 20)
+    assert not ok and not any("not yet what" in ln for ln in lines)   # wrong results are the finding, not speed
+
+
+def test_the_checker_hands_the_child_the_reference_solution_and_its_own_launch(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    seen = {}
+
+    def fake_child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None):
+        seen.update(kernel=kernel, reference=reference_cubin, reference_launch=reference_launch, time_it=time_it)
+        return {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes]}
+
+    monkeypatch.setattr(checker, "run_child", fake_child)
+    ex = catalog.MYSTERY
+    checker.check(ex.name, ex.solution, live=True)
+    assert seen["kernel"] == ex.kernel and isinstance(seen["reference"], bytes) and seen["reference"]
+    assert seen["reference_launch"] == ex.launch(ex.solution)
+
+
+def test_the_runner_times_the_reference_after_the_learner_and_survives_a_reference_that_fails(monkeypatch, tmp_path):
+    import json
+    import sys
+    import types
+
+    from course_lib.exercises.kernel import runner
+
+    calls = []
+
+    def fake_cases(fn, sizes, time_it, **launch):
+        calls.append((fn, sizes, launch))
+        if fn == "broken":
+            raise RuntimeError("no such kernel")
+        return {"cases": [], "timing": {"yours_us": 4.0 if fn == "reference" else 5.0}}
+
+    class Module:
+        def __init__(self, path):
+            self.path = path
+
+        def get_function(self, name):
+            return "broken" if "broken" in self.path else ("reference" if "reference" in self.path else "yours")
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=Module, cuda=None))
+    monkeypatch.setattr(runner, "warm_up", lambda: None)
+    monkeypatch.setattr(runner, "resolve", lambda address: fake_cases)
+    out = []
+    monkeypatch.setattr("builtins.print", lambda *a, **k: out.append(a[0]))
+    spec = {"cases": "m:f", "kernel": "k", "sizes": [1, 2, 3], "cubin": "yours.cubin", "launch": {"a": 1},
+            "reference_cubin": "reference.cubin", "reference_launch": {"a": 2}}
+    runner.main(json.dumps(spec))
+    assert calls == [("yours", (1, 2, 3), {"a": 1}), ("reference", (3,), {"a": 2})]
+    assert json.loads(out[-1])["timing"] == {"yours_us": 5.0, "reference_us": 4.0}
+    runner.main(json.dumps({**spec, "reference_cubin": "broken.cubin"}))
+    assert "no such kernel" in json.loads(out[-1])["timing"]["reference_error"]

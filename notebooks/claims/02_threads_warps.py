@@ -1,6 +1,7 @@
 """Claims of 02_threads_warps' prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
 from course_lib.core import cuda, hardware
+from course_lib.exercises.kernel import catalog
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import launch_geometry as lg
 from course_lib.models import occupancy as occ
@@ -124,4 +125,7 @@ CLAIMS = [
              [(0.95, 0.999)] * 3, unit="×"),
     Measured("The instruction counts follow the model's count of paths per warp, and the active threads per "
              "instruction follow its lane efficiency", DIV, ncu_against_model, [(0, 0.03), (0, 0.03)], unit="%"),
+    Analytic("a kernel that takes more than 1.25 times the reference's time",
+             lambda: catalog.SCALE.max_slowdown,
+             (1.25, 1.25), unit="times"),
 ]

@@ -62,6 +62,11 @@ class KernelExercise:
     size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
     launch: Callable[[str], dict | None] = field(default=lambda src: {})   # what the runner's launch reads from the source
     fault_hint: str = ""   # what a failed launch most likely means for this exercise (default: an out-of-bounds access)
+    # A correct kernel is held to this multiple of the reference solution's time, the two timed in turn in one
+    # process at the exercise's timed size: past it, it does not yet do what the exercise teaches.
+    max_slowdown: float = 1.25
+    slow_hint: str = ("Look for work the reference does not do: a loop that visits elements more than once, loads "
+                      "that are not coalesced, or a launch that leaves SMs idle.")
 
     @property
     def name(self) -> str:

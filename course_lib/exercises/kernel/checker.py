@@ -82,16 +82,23 @@ SANITIZER_TOOLS = ("memcheck", "racecheck")
 
 
 def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
-              launch: dict) -> dict:
+              launch: dict, reference_cubin: bytes | None = None, reference_launch: dict | None = None) -> dict:
     """Run ``live`` (a cases function) on the cubin's ``kernel`` in a child process, so a hang or
-    fault cannot take the notebook's GPU context."""
+    fault cannot take the notebook's GPU context; with ``reference_cubin``, a timed run also times
+    the reference solution (``runner``)."""
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "kernel.cubin")
+        path, reference_path = os.path.join(tmp, "kernel.cubin"), os.path.join(tmp, "reference.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        spec = json.dumps({"cases": cases_address(live), "kernel": kernel, "sizes": list(sizes), "cubin": path, "time_it": time_it and tool is None,
-                           "launch": launch, "no_pool": tool is not None})
+        timed = time_it and tool is None
+        if timed and reference_cubin is not None:
+            with open(reference_path, "wb") as f:
+                f.write(reference_cubin)
+        spec = json.dumps({"cases": cases_address(live), "kernel": kernel, "sizes": list(sizes), "cubin": path,
+                           "time_it": timed, "launch": launch, "no_pool": tool is not None,
+                           "reference_cubin": reference_path if timed and reference_cubin is not None else None,
+                           "reference_launch": reference_launch or {}})
         cmd = [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec]
         if tool is not None:
             san = shutil.which("compute-sanitizer")
@@ -145,9 +152,26 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
     if "timing" in run:
         t = run["timing"]
         size = t["size"] if isinstance(t["size"], str) else f"n = {t['size']:,}"
+        reference = (f", this exercise's reference solution {t['reference_us']:.1f} µs" if "reference_us" in t else "")
         lines.append(f"Timed at {size}: yours {t['yours_us']:.1f} µs, the course's {t['course_kernel']} "
-                     f"{t['course_us']:.1f} µs for the same bytes (medians of {t['samples']}, CUDA events, GPU held).")
+                     f"{t['course_us']:.1f} µs for the same bytes{reference} (medians of {t['samples']}, CUDA events, "
+                     "GPU held).")
+        if "reference_error" in t:
+            lines.append(f"(The reference solution could not be timed beside yours, {t['reference_error']}: "
+                         "no speed bar this time.)")
+        slow = slowdown(t)
+        if ok and slow is not None and slow > ex.max_slowdown:
+            ok = False
+            lines.append(f"Right results, but not yet what this exercise asks: yours takes {slow:.2f}× the reference "
+                         f"solution's time (a correct kernel passes at {ex.max_slowdown:g}× or less). {ex.slow_hint}")
     return ok, lines
+
+
+def slowdown(timing: dict) -> float | None:
+    """The learner's time over the reference solution's, timed beside it; None where it was not."""
+    if not timing.get("reference_us"):
+        return None
+    return timing["yours_us"] / timing["reference_us"]
 
 
 def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
@@ -204,7 +228,10 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     if launch is None:
         lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
         return Verdict("\n".join(lines), False)
-    run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=static_ok, launch=launch)
+    reference_cubin, _, reference_problems = compile_exercise(ex, ex.solution, arch)
+    run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=static_ok, launch=launch,
+                    reference_cubin=None if reference_problems else reference_cubin,
+                    reference_launch=ex.launch(ex.solution))
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
     for tool in SANITIZER_TOOLS if sanitize else ():

@@ -2,7 +2,11 @@
 the check names at its sizes, print one JSON line.
 
     python -m course_lib.exercises.kernel.runner '{"cases": "MODULE:FUNCTION", "kernel": NAME,
-        "sizes": [...], "cubin": PATH, "time_it": true, "launch": {...}}'
+        "sizes": [...], "cubin": PATH, "time_it": true, "launch": {...}, "reference_cubin": PATH, "reference_launch": {...}}'
+
+With ``reference_cubin`` (the exercise's hidden reference solution), once the learner's kernel has
+passed every size and been timed, the same cases function runs the reference at the last size and
+its time joins the learner's (``timing["reference_us"]``): the bar a correct kernel's speed is held to.
 
 ``cases`` is where the exercise's own cases function lives (``KernelExercise.live``, or a
 fix-the-kernel check's), so the runner holds no table of exercises. It runs apart from the notebook
@@ -42,6 +46,13 @@ def main(spec_json: str) -> int:
         result = cases(fn, tuple(spec["sizes"]), spec.get("time_it", True), **spec.get("launch", {}))
     except Exception as exc:  # noqa: BLE001  (a learner's kernel can fail any way: report it)
         result = {"cases": [], "error": f"{type(exc).__name__}: {exc}"}
+    if "timing" in result and spec.get("reference_cubin"):
+        try:
+            reference = cupy.RawModule(path=spec["reference_cubin"]).get_function(spec["kernel"])
+            timed = cases(reference, tuple(spec["sizes"][-1:]), True, **spec.get("reference_launch", {}))
+            result["timing"]["reference_us"] = timed["timing"]["yours_us"]
+        except Exception as exc:  # noqa: BLE001  (no bar then: the learner's own results still stand)
+            result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(result))
     return 0
 
