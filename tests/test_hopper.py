@@ -304,8 +304,9 @@ def test_rung_7_refuses_a_c_the_tma_cannot_address_before_anything_launches(monk
 
 
 class _FakeArray:
-    def __init__(self, shape, ptr=0):
-        self.shape, self.data = shape, type("D", (), {"ptr": ptr})()
+    def __init__(self, shape, ptr=0, dtype="uint16", contiguous=True):
+        self.shape, self.data, self.dtype = shape, type("D", (), {"ptr": ptr})(), dtype
+        self.flags = type("F", (), {"c_contiguous": contiguous})()
 
 
 def test_rung_7s_fused_epilogue_refuses_what_it_cannot_read_before_anything_launches(monkeypatch):
@@ -327,6 +328,10 @@ def test_rung_7s_fused_epilogue_refuses_what_it_cannot_read_before_anything_laun
         hopper_gemm.run(7, a, b, c, gelu, bias_bits=_FakeArray((512,), 4096 + 2))
     with pytest.raises(ValueError, match="only rung 7"):
         hopper_gemm.run(5, a, b, c, gelu, bias_bits=bias)
+    with pytest.raises(ValueError, match="raw bf16 bits"):   # a float32 bias would be read as pairs of bf16
+        hopper_gemm.run(7, a, b, c, gelu, bias_bits=_FakeArray((512,), dtype="float32"))
+    with pytest.raises(ValueError, match="not contiguous"):   # a transposed view would be read row by row
+        hopper_gemm.run(7, a, b, c, full, bias_bits=bias, residual_bits=_FakeArray((256, 512), contiguous=False))
 
 
 def test_the_fused_epilogues_are_the_kernels_macros_and_the_staged_residual_adds_its_barriers():

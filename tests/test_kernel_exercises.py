@@ -413,7 +413,7 @@ def test_the_runner_times_the_reference_after_the_learner_and_survives_a_referen
         calls.append((fn, sizes, launch))
         if fn == "broken":
             raise RuntimeError("no such kernel")
-        return {"cases": [], "timing": {"yours_us": 4.0 if fn == "reference" else 5.0}}
+        return {"cases": [], "timing": {"yours_us": 4.0 if fn == "reference" else 5.0, "course_us": 2.0}}
 
     class Module:
         def __init__(self, path):
@@ -431,6 +431,30 @@ def test_the_runner_times_the_reference_after_the_learner_and_survives_a_referen
             "reference_cubin": "reference.cubin", "reference_launch": {"a": 2}}
     runner.main(json.dumps(spec))
     assert calls == [("yours", (1, 2, 3), {"a": 1}), ("reference", (3,), {"a": 2})]
-    assert json.loads(out[-1])["timing"] == {"yours_us": 5.0, "reference_us": 4.0}
+    # the learner's result first, then the marker, then the same result with the reference's times
+    assert out[-2] == runner.REFERENCE and json.loads(out[-3])["timing"] == {"yours_us": 5.0, "course_us": 2.0}
+    assert json.loads(out[-1])["timing"] == {"yours_us": 5.0, "course_us": 2.0, "reference_us": 4.0,
+                                             "reference_course_us": 2.0}
     runner.main(json.dumps({**spec, "reference_cubin": "broken.cubin"}))
     assert "no such kernel" in json.loads(out[-1])["timing"]["reference_error"]
+
+
+def test_the_bar_cancels_a_clock_drift_between_the_two_runs_and_a_reference_out_of_time_leaves_the_verdict(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    # the GPU 10% slower during the reference's run: its course kernel too, so the ratio is the learner's own
+    assert checker.slowdown({"yours_us": 11.0, "course_us": 10.0, "reference_us": 12.1,
+                             "reference_course_us": 11.0}) == pytest.approx(1.0)
+    learner = '{"cases": [{"size": 8, "passed": true, "first_wrong": null}], "timing": {"size": 8, "yours_us": 3.0, "course_us": 2.0, "course_kernel": "elementwise.copy", "samples": 20}}'
+    monkeypatch.setattr(checker, "_communicate", lambda proc, limit: (["READY", learner, "REFERENCE"], "hung"))
+    monkeypatch.setattr(checker.subprocess, "Popen", lambda *a, **k: type("P", (), {"returncode": -9})())
+    run = checker.run_child(catalog.SCALE.live, "scale", (8,), b"x", 5.0, None, True, {}, reference_cubin=b"y")
+    assert run["cases"][0]["passed"] and "did not finish in 5 s" in run["timing"]["reference_error"]
+    ok, lines = checker._live_lines(catalog.SCALE, run, 5.0)
+    assert ok and any("no speed bar this time" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("name", list(catalog.EXERCISES))
+def test_every_reference_solutions_launch_parses(name):
+    ex = ke.exercise(name)
+    assert ex.launch(ex.solution) is not None

@@ -248,6 +248,15 @@ def _require_aligned(what: str, array, alignment: int, why: str) -> None:
                          f"{alignment}-byte aligned. Pass a fresh allocation, or a view whose first element is aligned.")
 
 
+def _require_raw_bf16(what: str, array) -> None:
+    """The kernel reads raw bf16 (uint16) rows N values apart: another dtype or a strided view would be
+    read as if it were that, silently wrong."""
+    if str(array.dtype) != "uint16" or not array.flags.c_contiguous:
+        raise ValueError(f"{what} must be a contiguous array of raw bf16 bits (uint16, as to_bf16_bits makes them); "
+                         f"got {array.dtype}{'' if array.flags.c_contiguous else ', not contiguous (a view?)'}. "
+                         "Pass cupy.ascontiguousarray of its bf16 bits.")
+
+
 def require_epilogue_operands(defines, m: int, n: int, bias_bits, residual_bits) -> None:
     """Rung 7's fused epilogue needs the bias (N raw bf16), and the residual (M×N) for HG_EPILOGUE 2, both
     where the kernel can read them; and N % 8 == 0, since the epilogue runs on the tile on its way to the
@@ -262,11 +271,13 @@ def require_epilogue_operands(defines, m: int, n: int, bias_bits, residual_bits)
     if bias_bits is None or bias_bits.shape != (n,):
         raise ValueError(f"the fused epilogue adds a bias of N = {n} raw bf16 values; got "
                          f"{None if bias_bits is None else bias_bits.shape}")
+    _require_raw_bf16("the bias", bias_bits)
     _require_aligned("the bias", bias_bits, 4, "the epilogue's 4-byte loads of column pairs")
     if epilogue == 2:
         if residual_bits is None or residual_bits.shape != (m, n):
             raise ValueError(f"HG_EPILOGUE 2 adds an M×N = {m}×{n} residual; got "
                              f"{None if residual_bits is None else residual_bits.shape}")
+        _require_raw_bf16("the residual", residual_bits)
         _require_aligned("the residual", residual_bits, 16 if staged_residual(defines) else 4,
                          "the TMA load of its tiles" if staged_residual(defines) else "the epilogue's 4-byte loads")
 
@@ -401,7 +412,9 @@ def hopper_smoke() -> None:
     fused_epilogue_check(EPILOGUE_SMOKE_SHAPES)
 
 
-EPILOGUE_SMOKE_SHAPES = ((1, 8, 8), (130, 264, 200), (256, 512, 320))   # the fused epilogue needs N % 8 == 0
+# (M, N, K, blocks): the fused epilogue needs N % 8 == 0. The last runs one cluster over all 20 tile pairs,
+# so each consumer's residual barrier flips phase and each stage is stored, then loaded again, many times.
+EPILOGUE_SMOKE_SHAPES = ((1, 8, 8, None), (130, 264, 200, None), (256, 512, 320, None), (1000, 1032, 200, 2))
 
 
 def gelu_tanh_reference(x):
@@ -424,14 +437,14 @@ def fused_epilogue_check(shapes) -> None:
     def f64(bits):
         return bf16_bits_to_float32(bits).astype(cupy.float64)
 
-    for m, n, k in shapes:
+    for m, n, k, blocks in shapes:
         a, b, _, _ = operands(m, n, k, 45)
         bias, residual = epilogue_operands(m, n, 47)
         activated = gelu_tanh_reference(f64(a) @ f64(b).T + f64(bias)[None, :])
         for name, defines in FUSED_EPILOGUES.items():
             ref = activated + f64(residual) if epilogue_of(defines) == 2 else activated
             c = nan_output(m, n)
-            run(7, a, b, c, defines, bias_bits=bias, residual_bits=residual)
+            run(7, a, b, c, defines, bias_bits=bias, residual_bits=residual, blocks=blocks)
             err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
             if not err <= bf16_tolerance(ref):
                 raise AssertionError(f"{FAMILY}.{RUNGS[-1].kernel} with {name} wrong at {m}x{n}x{k}: max error {err}")

@@ -29,7 +29,7 @@ from course_lib.core import cuda, runtime
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import KernelExercise, exercise
-from course_lib.exercises.kernel.runner import cases_address
+from course_lib.exercises.kernel.runner import REFERENCE, cases_address
 from course_lib.measure import sass
 
 DEFAULT_TIME_LIMIT_S = 20
@@ -74,7 +74,7 @@ def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
             proc.wait()
             return out, None
         out.append(line.rstrip("\n"))
-        if line.strip() == "READY":
+        if line.strip() in ("READY", REFERENCE):   # the kernel's limit; then the reference's, as long
             ready, deadline = True, time.monotonic() + limit_s
 
 
@@ -111,6 +111,10 @@ def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool:
             out, stopped = _communicate(proc, time_limit_s * (1 if tool is None else 6))
             err.seek(0)
             stderr = err.read()
+    if stopped == "hung" and REFERENCE in out:   # the learner's kernel finished; the reference ran out of time
+        result = json.loads(next(ln for ln in reversed(out[:out.index(REFERENCE)]) if ln.startswith("{")))
+        result["timing"]["reference_error"] = f"the reference solution did not finish in {time_limit_s:g} s"
+        return result
     if stopped == "hung":
         return {"hung": time_limit_s}
     if stopped == "startup":
@@ -168,10 +172,15 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
 
 
 def slowdown(timing: dict) -> float | None:
-    """The learner's time over the reference solution's, timed beside it; None where it was not."""
+    """The learner's time over the reference solution's, each first divided by the course kernel's time in
+    its own run (so that a drift of the GPU's clock between the two runs cancels); None where the
+    reference was not timed."""
     if not timing.get("reference_us"):
         return None
-    return timing["yours_us"] / timing["reference_us"]
+    ratio = timing["yours_us"] / timing["reference_us"]
+    if timing.get("reference_course_us"):
+        ratio *= timing["reference_course_us"] / timing["course_us"]
+    return ratio
 
 
 def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
@@ -228,10 +237,15 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     if launch is None:
         lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
         return Verdict("\n".join(lines), False)
-    reference_cubin, _, reference_problems = compile_exercise(ex, ex.solution, arch)
+    reference_cubin = None
+    if static_ok:   # only a kernel that is timed is held to the reference's speed
+        reference_cubin, _, reference_problems = compile_exercise(ex, ex.solution, arch)
+        if reference_problems:
+            lines.append("(The reference solution did not compile here, so there is no speed bar this time: "
+                         f"{reference_problems[0]})")
+            reference_cubin = None
     run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=static_ok, launch=launch,
-                    reference_cubin=None if reference_problems else reference_cubin,
-                    reference_launch=ex.launch(ex.solution))
+                    reference_cubin=reference_cubin, reference_launch=ex.launch(ex.solution))
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
     for tool in SANITIZER_TOOLS if sanitize else ():

@@ -6,7 +6,9 @@ the check names at its sizes, print one JSON line.
 
 With ``reference_cubin`` (the exercise's hidden reference solution), once the learner's kernel has
 passed every size and been timed, the same cases function runs the reference at the last size and
-its time joins the learner's (``timing["reference_us"]``): the bar a correct kernel's speed is held to.
+its time joins the learner's (``timing["reference_us"]``, and the course kernel's time in that run): the
+bar a correct kernel's speed is held to. The learner's result is printed first, so a reference that
+fails or runs out of time leaves it standing.
 
 ``cases`` is where the exercise's own cases function lives (``KernelExercise.live``, or a
 fix-the-kernel check's), so the runner holds no table of exercises. It runs apart from the notebook
@@ -46,15 +48,25 @@ def main(spec_json: str) -> int:
         result = cases(fn, tuple(spec["sizes"]), spec.get("time_it", True), **spec.get("launch", {}))
     except Exception as exc:  # noqa: BLE001  (a learner's kernel can fail any way: report it)
         result = {"cases": [], "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result), flush=True)   # the learner's verdict stands whatever the reference does next
     if "timing" in result and spec.get("reference_cubin"):
+        print(REFERENCE, flush=True)   # the parent gives the reference a time limit of its own
         try:
             reference = cupy.RawModule(path=spec["reference_cubin"]).get_function(spec["kernel"])
             timed = cases(reference, tuple(spec["sizes"][-1:]), True, **spec.get("reference_launch", {}))
+            if "timing" not in timed:
+                raise RuntimeError(timed.get("error") or next((f"it failed its own check at {c['size']}: {c['first_wrong']}"
+                                                              for c in timed.get("cases", []) if not c["passed"]),
+                                                             "it was not timed"))
             result["timing"]["reference_us"] = timed["timing"]["yours_us"]
+            result["timing"]["reference_course_us"] = timed["timing"]["course_us"]
         except Exception as exc:  # noqa: BLE001  (no bar then: the learner's own results still stand)
             result["timing"]["reference_error"] = f"{type(exc).__name__}: {exc}"
-    print(json.dumps(result))
+        print(json.dumps(result), flush=True)
     return 0
+
+
+REFERENCE = "REFERENCE"   # the line between the learner's result and the reference's timing
 
 
 if __name__ == "__main__":
