@@ -13,7 +13,7 @@ from course_lib.exercises.hopper_gemm import (
     check_register_plan,
 )
 from course_lib.labs import hopper_gemm as lab_hopper
-from course_lib.launch import hopper_gemm
+from course_lib.launch import hopper_gemm, operands
 from course_lib.measure import experiments
 from course_lib.models import hopper
 
@@ -315,7 +315,7 @@ def test_rung_7s_fused_epilogue_refuses_what_it_cannot_read_before_anything_laun
     full = hopper_gemm.FUSED_EPILOGUES["bias + GELU + residual"]
     gelu = hopper_gemm.FUSED_EPILOGUES["bias + GELU"]
     a, b, c = _FakeArray((256, 64)), _FakeArray((512, 64)), _FakeArray((256, 512))
-    bias, res = _FakeArray((512,)), _FakeArray((256, 512))
+    bias = _FakeArray((512,))
     with pytest.raises(ValueError, match="multiple of 8"):
         hopper_gemm.run(7, a, _FakeArray((12, 64)), _FakeArray((256, 12)), gelu, bias_bits=_FakeArray((12,)))
     with pytest.raises(ValueError, match="bias of N = 512"):
@@ -350,5 +350,5 @@ def test_the_gelu_reference_is_torchs_tanh_form():
 
     x = np.array([-3.0, -0.5, 0.0, 0.5, 3.0])
     want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
-    assert np.allclose(hopper_gemm.gelu_tanh_reference(x), want, rtol=1e-12)
-    assert hopper_gemm.gelu_tanh_reference(np.array([-10.0]))[0] > -1e-12   # the tail goes to 0, not below
+    assert np.allclose(operands.gelu_tanh_reference(x), want, rtol=1e-12)
+    assert operands.gelu_tanh_reference(np.array([-10.0]))[0] > -1e-12   # the tail goes to 0, not below

@@ -26,6 +26,7 @@ from course_lib.launch.gemm_bf16 import (
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance,
+    gelu_tanh_reference,
     random_operand,
     to_bf16_bits,
 )
@@ -479,7 +480,7 @@ def fusion_smoke() -> None:
         af, bf = bf16_bits_to_float32(a).astype(cupy.float64), bf16_bits_to_float32(b).astype(cupy.float64)
         product = af @ bf
         z = product + bf16_bits_to_float32(bias)
-        gelu = 0.5 * z * (1 + cupy.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ** 3)))
+        gelu = gelu_tanh_reference(z)
         ref = gelu + bf16_bits_to_float32(res)
         c, out = cupy.empty((m, n), dtype=cupy.uint16), cupy.empty((m, n), dtype=cupy.uint16)
         stagings = (False, True) if float(detect().compute_capability) >= STAGED_MIN_CC else (False,)

@@ -11,7 +11,14 @@ from course_lib.core import cuda
 from course_lib.core.cuda import defines_to_options, macros
 from course_lib.core.hardware import detect
 from course_lib.launch.gemm_bf16 import encode_tensor_map
-from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits, torch_view
+from course_lib.launch.operands import (
+    bf16_bits_to_float32,
+    bf16_tolerance,
+    gelu_tanh_reference,
+    random_operand,
+    to_bf16_bits,
+    torch_view,
+)
 from course_lib.measure.experiments import launch_record
 from course_lib.measure.smoke import covers
 
@@ -391,6 +398,16 @@ def launch_entry(r: Rung, m: int, n: int, defines=None) -> dict:
 SMOKE_SHAPES = ((1, 8, 8), (130, 257, 200), (256, 512, 320))
 
 
+def require_bf16_close(c_bits, want, what: str) -> None:
+    """A smoke launch's raw-bf16 output within ``bf16_tolerance`` of its float64 ``want``, or an
+    AssertionError saying ``what`` and the error (NaN, an unwritten output, fails too)."""
+    import cupy
+
+    err = float(cupy.abs(bf16_bits_to_float32(c_bits) - want).max())
+    if not err <= bf16_tolerance(want):
+        raise AssertionError(f"{what}: max error {err}")
+
+
 @covers(FAMILY, *RUNG_KERNELS)
 def hopper_smoke() -> None:
     """Every rung at small edge shapes, checked against float64 (skipped, saying so, off Hopper)."""
@@ -406,23 +423,13 @@ def hopper_smoke() -> None:
         for r in RUNGS:
             c = nan_output(m, n)
             run(r, a, b, c)
-            err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
-            if not err <= bf16_tolerance(exact):
-                raise AssertionError(f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}: max error {err}")
+            require_bf16_close(c, exact, f"{FAMILY}.{r.kernel} wrong at {m}x{n}x{k}")
     fused_epilogue_check(EPILOGUE_SMOKE_SHAPES)
 
 
 # (M, N, K, blocks): the fused epilogue needs N % 8 == 0. The last runs one cluster over all 20 tile pairs,
 # so each consumer's residual barrier flips phase and each stage is stored, then loaded again, many times.
 EPILOGUE_SMOKE_SHAPES = ((1, 8, 8, None), (130, 264, 200, None), (256, 512, 320, None), (1000, 1032, 200, 2))
-
-
-def gelu_tanh_reference(x):
-    """torch.nn.functional.gelu(x, approximate="tanh") in x's precision (CuPy or NumPy)."""
-    import numpy as np
-
-    xp = np if isinstance(x, np.ndarray) else __import__("cupy")
-    return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
 
 
 def epilogue_operands(m: int, n: int, seed: int):
@@ -445,9 +452,7 @@ def fused_epilogue_check(shapes) -> None:
             ref = activated + f64(residual) if epilogue_of(defines) == 2 else activated
             c = nan_output(m, n)
             run(7, a, b, c, defines, bias_bits=bias, residual_bits=residual, blocks=blocks)
-            err = float(cupy.abs(bf16_bits_to_float32(c) - ref).max())
-            if not err <= bf16_tolerance(ref):
-                raise AssertionError(f"{FAMILY}.{RUNGS[-1].kernel} with {name} wrong at {m}x{n}x{k}: max error {err}")
+            require_bf16_close(c, ref, f"{FAMILY}.{RUNGS[-1].kernel} with {name} wrong at {m}x{n}x{k}")
 
 
 @covers(FAMILY, "wgmma_ceiling", "mma_sync_ceiling")
@@ -480,9 +485,7 @@ def split_k_smoke() -> None:
         exact = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
         c = nan_output(m, n)
         run_split_k(a, b, c, splits)
-        err = float(cupy.abs(bf16_bits_to_float32(c) - exact).max())
-        if not err <= bf16_tolerance(exact):
-            raise AssertionError(f"{FAMILY}.{SPLIT_K_KERNEL} x{splits} wrong at {m}x{n}x{k}: max error {err}")
+        require_bf16_close(c, exact, f"{FAMILY}.{SPLIT_K_KERNEL} x{splits} wrong at {m}x{n}x{k}")
 
 
 def release_before_wait_launch() -> None:

@@ -55,6 +55,14 @@ def bf16_tolerance_rel() -> float:
     return 2.0 ** -7
 
 
+def gelu_tanh_reference(x):
+    """torch.nn.functional.gelu(x, approximate="tanh") in x's precision, NumPy or CuPy (np.tanh
+    dispatches to CuPy for a CuPy array): the fused epilogues' reference."""
+    import numpy as np
+
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
 def bf16_tolerance(want) -> float:
     """What a bf16 result may be off from ``want`` (a NumPy or CuPy array): the relative bound times
     its largest magnitude."""
