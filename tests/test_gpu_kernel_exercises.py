@@ -100,3 +100,25 @@ def test_a_correct_kernel_that_does_far_more_work_than_the_reference_is_not_pass
     verdict = ke.check("scale_grid_stride", slow)
     assert not verdict.correct and ": correct" in verdict and "not yet what this exercise asks" in verdict, verdict
     assert "this exercise's reference solution" in verdict
+
+
+def test_the_decode_starter_is_right_but_held_back_by_the_bar_for_reading_the_cache_four_times():
+    verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.starter)
+    assert not verdict.correct and verdict.count(": correct") == len(catalog.GROUPED_DECODE.sizes), verdict
+    assert "not yet what this exercise asks" in verdict and "Count the bytes" in verdict, verdict
+
+
+@pytest.mark.parametrize("label,fails_at", [
+    ("no running maximum", "(scores ×576)"),
+    ("steps by the warps, not the half-warps", "2×3×77: WRONG"),
+])
+def test_the_decode_wrong_kernels_are_wrong_where_they_should_be(label, fails_at):
+    verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.wrong[label])
+    assert not verdict.correct and fails_at in verdict, verdict
+    if label == "no running maximum":   # right while the scores are small
+        assert "3×2×1000: correct" in verdict and "1×1×2049 (scores ×576): WRONG" in verdict, verdict
+
+
+def test_the_decode_solution_is_clean_under_memcheck_and_racecheck():
+    verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.solution, sanitize=True, time_limit_s=60)
+    assert verdict.correct and "memcheck: no errors" in verdict and "racecheck: no errors" in verdict, verdict

@@ -233,7 +233,7 @@ def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_incl
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
-    assert not missing.correct and "async_copy.cuh, gelu.cuh, wgmma.cuh" in missing
+    assert not missing.correct and "async_copy.cuh, gelu.cuh, online_softmax.cuh, wgmma.cuh" in missing
     unreleased = catalog.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
     assert "no slot released" in ke.check("warp_specialized", unreleased)
 
@@ -287,6 +287,10 @@ WRONG_IN_SASS = {
     # the producer refills a slot without waiting for the consumers to be done with it
     ("warp_specialized", "producer never waits on empty"): lambda: _without_line("warp_specialized",
                                                                                   "mbar_wait(smem_u32(&empty"),
+    # the group loop held rolled: r[g] is indexed by a register, so the running softmaxes live in local memory
+    ("grouped_decode", "running softmaxes in local memory"): lambda: _edited(
+        "grouped_decode", "        for (int g = 0; g < GROUP; ++g) {\n            float s",
+        "        #pragma unroll 1\n        for (int g = 0; g < GROUP; ++g) {\n            float s"),
 }
 
 # Each wrong solution whose defect shows in the compiled kernel, and the finding that must name it.
@@ -298,6 +302,7 @@ SEEN_IN_SASS = [
     ("warp_specialized", "producer never waits on empty", "1 place that waits"),
     ("transpose_tile", "no padding (32-way conflicts)", "hits one bank 32 times"),
     ("transpose_tile", "no barrier", "0 barriers in its SASS"),
+    ("grouped_decode", "running softmaxes in local memory", "local memory"),
 ]
 
 

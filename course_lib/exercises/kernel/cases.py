@@ -140,7 +140,17 @@ def warm_up() -> None:
     bool((~(cupy.abs((y @ y.T).ravel() - 1.0) <= 1.0)).any())
     v = cupy.random.default_rng(0).standard_normal(8, dtype=cupy.float32).reshape(2, 4) + x[:4]
     (v.astype(cupy.float64) / cupy.sqrt((y ** 2).mean(axis=1, keepdims=True)) * cupy.tanh(y)).ravel()
+    _warm_up_decode()
     cupy.cuda.Device().synchronize()
+
+
+def _warm_up_decode() -> None:
+    """The decode exercise's float64 attention and its error search, on one token."""
+    from course_lib.launch import decode_attention as attention
+
+    q, k, v, out = attention.operands(1, 1, DECODE_GROUP, 1, 0)
+    want = attention.reference(q, k, v)
+    _decode_first_wrong(out, want, attention.tolerance(want))
 
 
 # Columns per row count of the transpose: square, tall, wide, and a single element.
@@ -430,3 +440,73 @@ def transpose_fix_cases(fn, sizes, time_it: bool) -> dict:
     out = cupy.full_like(a, -1)
     return _matrix_fix_cases(fn, n, time_it, ((n + 31) // 32, (n + 31) // 32), (out, a, np.int32(n)), a.T, "a.T",
                              "transpose.transpose_padded", (out, a, np.int32(n), np.int32(n)))
+
+
+# ---- notebook 12: decode attention for a group of query heads
+
+DECODE_GROUP = 4        # query heads per KV head, as Llama 3 8B's 32 on 8
+DECODE_THREADS = 128    # 8 half-warps, each taking one token at a time
+# (batch, KV heads, cached tokens, score scale): one token; fewer tokens than a block's 8 half-warps;
+# lengths that are multiples of nothing; and q and k scaled so that the base-2 scores spread by hundreds,
+# where 2 to the power of a raw score overflows float32 (a softmax without its running maximum fails).
+DECODE_SHAPES = ((1, 1, 1, 1.0), (1, 2, 5, 1.0), (2, 3, 77, 1.0), (3, 2, 1000, 1.0), (1, 1, 2049, 24.0),
+                 (2, 2, 300, 48.0))
+DECODE_TIMED_SHAPE = (32, 8, 2048)   # batch, KV heads, tokens: 256 MiB of K and V, 256 blocks
+DECODE_SENTINEL = 0x1234             # bf16 bits written past the end of the output
+
+
+def _decode_first_wrong(got, want, tol: float) -> str | None:
+    """Where the bf16 output is furthest from the float64 attention: sequence, query head, dimension."""
+    import cupy
+    import numpy as np
+
+    from course_lib.launch.operands import bf16_bits_to_float32
+
+    values = bf16_bits_to_float32(got).astype(cupy.float64)
+    err = cupy.abs(values - want)
+    err[cupy.isnan(err)] = cupy.inf   # a NaN (a row never written, or an overflow) is the worst error
+    if not float(err.max()) > tol:
+        return None
+    b, h, d = (int(i) for i in np.unravel_index(int(cupy.argmax(err)), want.shape))
+    return (f"sequence {b}, query head {h}, dimension {d}: expected {float(want[b, h, d]):.5g}, "
+            f"got {float(values[b, h, d]):.5g} (tolerance {tol:.2g})")
+
+
+def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
+    """``decode_gqa(q, k, v, out, T, scale_log2)`` on grid (KV heads, batch) against float64 attention of the
+    same bf16 inputs, then timed beside the course's grouped decode kernel (split over the cache)."""
+    import math
+
+    import cupy
+    import numpy as np
+
+    from course_lib.launch import decode_attention as attention
+
+    scale_log2 = np.float32(math.log2(math.e) / math.sqrt(attention.HEAD_DIM))
+
+    def launch(q, k, v, out, batch, kv_heads, tokens):
+        fn((kv_heads, batch), (DECODE_THREADS,), (q, k, v, out, np.int32(tokens), scale_log2))
+
+    out, guard = {"cases": []}, 256
+    for index in sizes:
+        batch, kv_heads, tokens, scale = DECODE_SHAPES[index]
+        q, k, v, _ = attention.operands(batch, kv_heads, DECODE_GROUP, tokens, 40 + index, scale=scale)
+        got = cupy.full(q.size + guard, 0xFFFF, dtype=cupy.uint16)   # bf16 NaN: a row never written fails
+        got[q.size:] = DECODE_SENTINEL
+        launch(q, k, v, got, batch, kv_heads, tokens)
+        cupy.cuda.Device().synchronize()
+        want = attention.reference(q, k, v)
+        wrong = _decode_first_wrong(got[:q.size].reshape(q.shape), want, attention.tolerance(want))
+        if wrong is None and bool((got[q.size:] != DECODE_SENTINEL).any()):
+            wrong = "it wrote past the end of out"
+        out["cases"].append({"size": f"{batch}×{kv_heads}×{tokens}" + (f" (scores ×{scale ** 2:g})" if scale != 1 else ""),
+                             "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        batch, kv_heads, tokens = DECODE_TIMED_SHAPE
+        q, k, v, yours = attention.operands(batch, kv_heads, DECODE_GROUP, tokens, 7)
+        course = cupy.empty_like(yours)
+        out["timing"] = _timed(f"batch {batch} × {kv_heads} KV heads × {tokens:,} tokens",
+                               lambda: launch(q, k, v, yours, batch, kv_heads, tokens),
+                               lambda: attention.run_decode(q, k, v, course, DECODE_GROUP),
+                               "decode_attention.decode_grouped_g4 + decode_combine (the cache split across blocks)")
+    return out

@@ -13,6 +13,8 @@ from typing import Callable
 from course_lib.core import cuda, hardware, runtime
 from course_lib.exercises.kernel import cases
 from course_lib.exercises.kernel.cases import (
+    DECODE_GROUP,
+    DECODE_SHAPES,
     FUSED_SHAPES,
     GEMM_SHAPES,
     MYSTERY_SHAPES,
@@ -627,9 +629,49 @@ WARP_SPECIALIZED = KernelExercise(
 )
 
 
+# ---- notebook 12: decode attention that reads each KV row once for its group of query heads
+
+def _decode_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+    """The running softmaxes and the query rows stay in registers: a per-head array indexed by a loop the
+    compiler could not unroll lands in local memory, read and written on every token."""
+    local = local_memory(sass) if sass is not None else None
+    if res.spills or local or res.stack_frame_bytes:
+        what = (f"{local} local-memory loads and stores (LDL, STL) in its SASS" if local else
+                f"a {res.stack_frame_bytes} B stack frame" if res.stack_frame_bytes else "")
+        spills = f"spills {res.spill_store_bytes} B" if res.spills else ""
+        return [Finding(False, f"{' and '.join(filter(None, (spills, what)))}: the per-query-head state is in local "
+                               "memory, touched on every token. Loops over the group need a bound the compiler knows "
+                               "(GROUP) so it can unroll them and keep the arrays in registers")]
+    return [Finding(True, f"the {DECODE_GROUP} query heads' state stays in registers (no spills, no local memory)")]
+
+
+GROUPED_DECODE = KernelExercise(
+    files=ExerciseKernel("grouped_decode", "decode_gqa"), notebook="12_transformer_layer",
+    task=(f"`decode_gqa` is one decode step's attention for the {DECODE_GROUP} query heads that share a KV head, "
+          "one block of 128 threads per (KV head, sequence), each half-warp taking one cached token at a time. "
+          "The starter is correct but walks the cache once per query head, reading every K and V row "
+          f"{DECODE_GROUP} times. Make it read each row once, for all {DECODE_GROUP} heads."),
+    hint=(f"Swap the loops: load and scale the {DECODE_GROUP} query rows into qr[GROUP][8] first, then walk the "
+          "tokens, and for each token load its K and V rows once and fold them into every head's running softmax "
+          "(r[g].add). Keep r.add: a softmax that takes 2^s of a raw score overflows when the scores are large, "
+          "and two of the checker's cases make them large."),
+    wrong_files={
+        "the starter (the cache read once per query head)": "starter",
+        "no running maximum": "wrong_no_running_max",
+        "steps by the warps, not the half-warps": "wrong_steps_by_warps",
+    },
+    live=cases.grouped_decode_cases,
+    sizes=tuple(range(len(DECODE_SHAPES))),
+    size_labels=tuple(f"{b}×{h}×{t}" for b, h, t, _ in DECODE_SHAPES),
+    static=_decode_checks,
+    slow_hint=(f"Count the bytes: a kernel that reads the cache once per query head moves {DECODE_GROUP} times "
+               "what the reference moves. Load each token's K and V rows once for the whole group."),
+)
+
+
 EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM,
                                                             PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE,
-                                                            WARP_SPECIALIZED, MYSTERY)}
+                                                            WARP_SPECIALIZED, GROUPED_DECODE, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:
