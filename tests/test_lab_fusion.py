@@ -160,13 +160,37 @@ def test_recorded_kernel_lists_show_the_fusion(chains):
     assert rows["PyTorch eager"]["kernels launched"] == 64   # y * a + b: two kernels a step, four steps an op
 
 
+def _libraries(row) -> list[float]:
+    return [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
+
+
 def test_recorded_one_pass_reductions_meet_the_target_from_4k_to_16k(reductions):
+    """Both one-pass kernels reach 85% of the copy; softmax's is ahead of PyTorch and torch.compile,
+    RMSNorm's is not: torch.compile (static shapes) is ahead of it, as notebook 08 says."""
     for op in ("softmax", "rmsnorm"):
         for row in lab_fusion.reduction_rows(reductions, op):
             if 4096 <= row["row length"] <= 16384:
                 assert row["course one pass, % of copy"] >= 85, row
-                others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
-                assert row["course one pass, % of copy"] >= max(others), row
+                if op == "softmax":
+                    assert row["course one pass, % of copy"] >= max(_libraries(row)), row
+                else:
+                    assert row["torch.compile (Inductor), % of copy"] > row["course one pass, % of copy"], row
+
+
+def test_recorded_reread_rmsnorm_matches_torch_compile_from_1k_to_4k_and_not_beyond(reductions):
+    """The course's re-read RMSNorm (torch.compile's plan, written by hand) is within a point of the
+    compiled kernel from 1k to 4k; at 8k, 16k and 32k the compiled one leads (issue 37's target, missed)."""
+    reread = f"course {fusion_launch.RowPlan.REREAD.value}, % of copy"
+    for row in lab_fusion.reduction_rows(reductions, "rmsnorm"):
+        if row["row length"] > 32768:
+            assert row[reread] == "-"
+            continue
+        compiled = row["torch.compile (Inductor), % of copy"]
+        if row["row length"] <= 4096:
+            assert abs(row[reread] - compiled) <= 1.0, row
+        else:
+            best = max(v for k, v in row.items() if k.startswith("course") and isinstance(v, float))
+            assert compiled > best, row
 
 
 def test_recorded_spills_make_the_one_pass_kernel_lose(reductions):
@@ -267,6 +291,7 @@ def test_row_plans_are_labelled_as_recorded():
         fusion_launch.RowPlan.PREFETCH: "course one pass, persistent, next row prefetched",
         fusion_launch.RowPlan.HALF_SHARED: "course one pass, half the row in shared memory",
         fusion_launch.RowPlan.HALF_SHARED_ONE_PER_SM: "course one pass, half the row in shared memory, one block per SM",
+        fusion_launch.RowPlan.REREAD: "course one kernel, row read twice (L2 hints)",
     }
 
 
@@ -338,11 +363,11 @@ def test_the_prefetching_rmsnorm_refuses_rows_longer_than_its_registers_hold():
 
 def test_recorded_prefetch_does_not_recover_the_32k_rmsnorm():
     """The record's finding that notebook 08 states: copying the next row in while this one is worked
-    on leaves the 32k one-pass RMSNorm where it was (within 2 points), below the 85% of the copy."""
+    on does not lift the 32k one-pass RMSNorm (it runs a little slower), below the 85% of the copy."""
     red = experiments.replay("fusion.reductions", experiments.resolve_params("fusion.reductions"), "h200")
     row = next(r for r in lab_fusion.reduction_rows(red, "rmsnorm") if r["row length"] == 32768)
     one, pre = row["course one pass, % of copy"], row[f"course {fusion_launch.RowPlan.PREFETCH.value}, % of copy"]
-    assert abs(one - pre) < 2 and pre < 85
+    assert pre <= one and pre < 85
 
 
 def test_half_shared_rows_take_512_threads_and_shared_slots_only_when_needed():
@@ -355,13 +380,15 @@ def test_half_shared_rows_take_512_threads_and_shared_slots_only_when_needed():
 
 def test_recorded_half_shared_rows_meet_the_target_at_32k(reductions):
     """Two 32k rows to an SM (half of each in shared memory) reach the 85% of the copy that the
-    one-pass kernels, the split and the prefetch miss there, and beat PyTorch and torch.compile."""
+    one-pass kernels, the split and the prefetch miss there; softmax's beats PyTorch and torch.compile."""
     for op in ("softmax", "rmsnorm"):
         row = next(r for r in lab_fusion.reduction_rows(reductions, op) if r["row length"] == 32768)
         half = row[f"course {fusion_launch.RowPlan.HALF_SHARED.value}, % of copy"]
         assert half >= 85 and half > row["course one pass, % of copy"] + 3, row
-        others = [v for k, v in row.items() if k.startswith(("PyTorch", "torch.compile"))]
-        assert half >= max(others), row
+        if op == "softmax":
+            assert half >= max(_libraries(row)), row
+        else:   # torch.compile's re-read kernel leads at 32k (notebook 08)
+            assert row["torch.compile (Inductor), % of copy"] > half, row
 
 
 def test_recorded_control_puts_the_half_shared_gain_on_the_second_block(reductions):
@@ -448,3 +475,16 @@ def test_recorded_hopper_epilogue_beats_cublas_and_compile_and_the_staged_residu
             assert all(r["over plain rung 7"].startswith("+") for r in at.values() if r["over plain rung 7"])
     profile = lab_fusion.hopper_epilogue_profile_rows(result)
     assert [round(r["MUFU (XU) instructions (M)"], 2) for r in profile][1:] == [0.55] * 3   # 16.8 M tanh / 32
+
+
+def test_the_reread_launch_covers_every_row_with_two_to_eight_slots_a_thread():
+    for n in (1, 5, 1000, 1024, 4097, 8192, 12288, 16385, 32767, 32768):
+        vecs, threads = fusion_launch.reread_launch(n)
+        assert vecs in (2, 4, 8) and threads % 32 == 0 and 32 <= threads <= 1024, n
+        assert 4 * vecs * threads >= n and (vecs == 2 or 4 * (vecs // 2) * 1024 < n), n
+    assert fusion_launch.reread_launch(4096) == (2, 512)      # 8 floats a thread while 1,024 threads cover the row
+    with pytest.raises(ValueError, match="two-pass"):
+        fusion_launch.reread_launch(32769)
+    with pytest.raises(ValueError, match="RMSNorm's only"):
+        fusion_launch.run_softmax(None, np.zeros((1, 4), np.float32), fusion_launch.RowPlan.REREAD)
+

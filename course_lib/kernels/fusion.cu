@@ -315,6 +315,98 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __res
     normalize_row(v, out + row, w, n, eps, scratch);
 }
 
+// ---- RMSNorm reading its row twice, the second time from the caches (torch.compile's plan)
+
+#ifndef REREAD_VECS
+#define REREAD_VECS 2   // float4 slots a thread of rmsnorm_reread reads, twice: rows up to 4 * REREAD_VECS * threads
+#endif
+
+// L2 eviction policies for the two reads of a row: the first asks the caches to keep its lines (L2
+// evict_last), the second to let them go first (evict_first), so that a row read once stays until it is
+// read again while rows already done make room. Without them the second read goes back to DRAM more often
+// (notebook 08 measures the kernel both ways).
+// KEEP: L2 evict_last, else evict_first. Below sm_80 (no cache-eviction policies) the reads are plain loads.
+template <bool KEEP>
+__device__ __forceinline__ unsigned long long l2_policy() {
+    unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+    if constexpr (KEEP)
+        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    else
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+template <bool KEEP>
+__device__ __forceinline__ float4 load4_hinted(const float* p, unsigned long long policy) {
+#if __CUDA_ARCH__ >= 800
+    float4 v;
+    if constexpr (KEEP)
+        asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
+    else
+        asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
+    return v;
+#else
+    return *reinterpret_cast<const float4*>(p);
+#endif
+}
+// Slot j of this thread (thread_slot's layout) as a float4, 0 past n. Rows of n % 4 == 0 floats move as
+// hinted float4 loads; other rows (rare, and not timed) element by element without hints.
+template <bool KEEP>
+__device__ __forceinline__ float4 load_slot_hinted(const float* x, int n, int j, unsigned long long policy) {
+    const int e0 = 4 * thread_slot(j);
+    if ((n & 3) == 0) return e0 < n ? load4_hinted<KEEP>(x + e0, policy) : make_float4(0.f, 0.f, 0.f, 0.f);
+    float e[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) e[k] = e0 + k < n ? x[e0 + k] : 0.f;
+    return make_float4(e[0], e[1], e[2], e[3]);
+}
+
+// RMSNorm of each row in one kernel that reads the row twice: once for its mean square (the lines kept in
+// the caches), and again, after the block's reduction, to scale it by r * w and store it. Only
+// REREAD_VECS slots a thread are live at a time, and they are not held across the reduction, so blocks
+// are small and many fit on an SM. Launch: block (T, a multiple of 32, at most 1024), grid (rows);
+// n <= 4 * REREAD_VECS * T. w: n floats.
+// Up to 4 slots a thread, two 1,024-thread blocks fit on an SM (32 registers a thread); 8 slots need more.
+#if REREAD_VECS <= 4
+#define REREAD_BOUNDS __launch_bounds__(1024, 2)
+#else
+#define REREAD_BOUNDS __launch_bounds__(1024)
+#endif
+extern "C" __global__ void REREAD_BOUNDS rmsnorm_reread(float* __restrict__ out, const float* __restrict__ in,
+                                                                 const float* __restrict__ w, int n, float eps) {
+    __shared__ float scratch[32];
+    const float* x = in + (size_t)blockIdx.x * n;
+    float* y = out + (size_t)blockIdx.x * n;
+    float squares = 0.f;
+    {
+        const unsigned long long keep = l2_policy<true>();
+        float4 v[REREAD_VECS];
+#pragma unroll
+        for (int j = 0; j < REREAD_VECS; ++j) v[j] = load_slot_hinted<true>(x, n, j, keep);
+#pragma unroll
+        for (int j = 0; j < REREAD_VECS; ++j) squares += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+    const float r = rsqrtf(block_all_reduce(squares, Add{}, scratch) / n + eps);
+    const unsigned long long drop = l2_policy<false>();
+#pragma unroll
+    for (int j = 0; j < REREAD_VECS; ++j) {
+        const float4 v = load_slot_hinted<false>(x, n, j, drop);
+        const int e0 = 4 * thread_slot(j);
+        if ((n & 3) == 0 && e0 < n) {
+            const float4 g = *reinterpret_cast<const float4*>(w + e0);
+            *reinterpret_cast<float4*>(y + e0) = make_float4(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w);
+        } else if ((n & 3) != 0) {
+            const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (e0 + k < n) y[e0 + k] = e[k] * r * w[e0 + k];
+        }
+    }
+}
+
 // The next row's slots copied into shared memory while this row is reduced, scaled and stored: slot j
 // of thread t lands at float4 j * blockDim.x + t, the layout load_row gives the registers. Each thread
 // later reads back only the slots it copied, so its own cp.async.wait_all orders them and no barrier

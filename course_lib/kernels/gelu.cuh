@@ -4,7 +4,9 @@
 #define COURSE_GELU_CUH
 
 // GELU(x) of h = x/2, with the hardware tanh (tanh.approx.f32, one MUFU instruction, relative error
-// about 2^-11, below bf16's 2^-8): GELU(x) = h + h·tanh(u), u = k·(x + 0.044715·x³)
+// about 2^-11 in tanh, below bf16's 2^-8). In GELU's negative tail, where 1 + tanh(u) cancels, the
+// output's relative error is larger; its absolute error stays small against the checks' tolerances.
+// GELU(x) = h + h·tanh(u), u = k·(x + 0.044715·x³)
 // = h·(2k + 8k·0.044715·h²). Four fp32 instructions and the tanh; written the way the formula reads
 // it is seven, because the compiler may not reassociate float arithmetic. A caller holding the bias
 // halved gets h = x/2 + b/2 in one FFMA.

@@ -594,7 +594,12 @@ __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u3
 __device__ __forceinline__ void consumer_sync(int consumer) {
     asm volatile("bar.sync %0, 128;" :: "r"(consumer + 1) : "memory");
 }
+#ifndef HG_C_BOX
 #define HG_C_BOX 64                                    // rung 7's output boxes: 64 x 64 bf16, 128-byte rows
+#endif
+#if HG_C_BOX != 64
+#error "HG_C_BOX: the output stage's swizzle is written for 64 x 64 boxes (128-byte rows)"
+#endif
 constexpr u32 HG_C_BOX_BYTES = HG_C_BOX * HG_C_BOX * 2;
 
 // Four 8x8 matrices of 16-bit values from shared memory into registers, stmatrix_x4's inverse: the

@@ -252,16 +252,36 @@ class RowPlan(enum.Enum):
     # block per SM was worth; what is left against the one-pass kernel is the rest of the change (the
     # early cp.async copies, 512-thread blocks, and whatever the padding does to the L1).
     HALF_SHARED_ONE_PER_SM = "one pass, half the row in shared memory, one block per SM"
+    # RMSNorm only: one kernel that reads the row a second time from the caches, as torch.compile's does.
+    REREAD = "one kernel, row read twice (L2 hints)"
 
     @property
     def one_pass(self) -> bool:
         """Reads the row once (every plan but two passes), in some layout."""
-        return self is not RowPlan.TWO_PASS
+        return self not in (RowPlan.TWO_PASS, RowPlan.REREAD)
 
 
 def one_pass_family(n: int):
     rv = one_pass_row_vecs(n)
     return cuda.compile_family(FAMILY, None, () if rv == row_vecs_default() else (f"-DROW_VECS={rv}",))
+
+
+REREAD_MAX_VECS = 8   # float4 slots a thread of rmsnorm_reread: rows up to 32k floats at 1,024 threads
+
+
+def reread_launch(n: int) -> tuple[int, int]:
+    """(REREAD_VECS, threads) of rmsnorm_reread for rows of n floats: two slots a thread (8 floats) while
+    1,024 threads cover the row, then 4 and 8; threads a multiple of 32."""
+    if not 1 <= n <= 4 * REREAD_MAX_VECS * 1024:
+        raise ValueError(f"rmsnorm_reread takes rows of 1 to {4 * REREAD_MAX_VECS * 1024} floats, got {n}: "
+                         "use the two-pass plan for longer rows")
+    vecs = max(2, 1 << math.ceil(math.log2(-(-n // 4096))))
+    threads = 32 * -(-(-(-n // (4 * vecs))) // 32)
+    return vecs, threads
+
+
+def reread_family(vecs: int):
+    return cuda.compile_family(FAMILY, None, () if vecs == 2 else (f"-DREREAD_VECS={vecs}",))
 
 
 SPLIT_MIN_CC = 9.0
@@ -389,8 +409,8 @@ def run_softmax(out, x, plan: RowPlan = RowPlan.ONE_PASS, stats=None) -> None:
     if plan is RowPlan.SPLIT:
         _split("softmax_split", x, (out, x, np.int32(n)))
         return
-    if plan is RowPlan.PREFETCH:
-        raise ValueError("the prefetching plan is RMSNorm's only")
+    if plan in (RowPlan.PREFETCH, RowPlan.REREAD):
+        raise ValueError(f"the plan {plan.value!r} is RMSNorm's only")
     if plan is RowPlan.ONE_PASS:
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("softmax_one_pass")((rows,), (row_threads(n, rv),), (out, x, np.int32(n)))
@@ -417,6 +437,10 @@ def run_rmsnorm(out, x, w, plan: RowPlan = RowPlan.ONE_PASS, stats=None, eps: fl
         _half_shared("rmsnorm", rows, n, (out, x, w, np.int32(n), np.float32(eps)),
                      plan is RowPlan.HALF_SHARED_ONE_PER_SM)
         return
+    if plan is RowPlan.REREAD:
+        vecs, threads = reread_launch(n)
+        reread_family(vecs).function("rmsnorm_reread")((rows,), (threads,), (out, x, w, np.int32(n), np.float32(eps)))
+        return
     if plan is RowPlan.ONE_PASS:
         rv = one_pass_row_vecs(n)
         one_pass_family(n).function("rmsnorm_one_pass")((rows,), (row_threads(n, rv),),
@@ -429,7 +453,7 @@ def run_rmsnorm(out, x, w, plan: RowPlan = RowPlan.ONE_PASS, stats=None, eps: fl
 
 @covers(FAMILY, "softmax_one_pass", "softmax_row_stats", "softmax_normalize", "rmsnorm_one_pass",
         "rmsnorm_row_stats", "rmsnorm_normalize", "bias_gelu_residual", "softmax_split", "rmsnorm_split",
-        "rmsnorm_prefetch", "rmsnorm_half_shared", "softmax_half_shared")
+        "rmsnorm_prefetch", "rmsnorm_half_shared", "softmax_half_shared", "rmsnorm_reread")
 def fusion_smoke() -> None:
     """Every fusion kernel, the generated chain and the fused GEMM epilogue at edge sizes, checked."""
     import cupy
@@ -446,7 +470,7 @@ def fusion_smoke() -> None:
         split = (RowPlan.SPLIT,) * (float(detect().compute_capability) >= SPLIT_MIN_CC)
         plans = (RowPlan.ONE_PASS, RowPlan.TWO_PASS, RowPlan.HALF_SHARED) + split
         runs = [("softmax", p, lambda p=p: run_softmax(out, x, p, stats), soft) for p in plans]
-        runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (RowPlan.PREFETCH,)]
+        runs += [("rmsnorm", p, lambda p=p: run_rmsnorm(out, x, w, p, stats), rms) for p in plans + (RowPlan.PREFETCH, RowPlan.REREAD)]
         for name, plan, run, ref in runs:
             out.fill(np.nan)
             run()
