@@ -323,8 +323,7 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __res
 
 // L2 eviction policies for the two reads of a row: the first asks the caches to keep its lines (L2
 // evict_last), the second to let them go first (evict_first), so that a row read once stays until it is
-// read again while rows already done make room. Without them the second read goes back to DRAM more often
-// (notebook 08 measures the kernel both ways).
+// read again while rows already done make room (torch.compile's RMSNorm loads the same way).
 // KEEP: L2 evict_last, else evict_first. Below sm_80 (no cache-eviction policies) the reads are plain loads.
 template <bool KEEP>
 __device__ __forceinline__ unsigned long long l2_policy() {
@@ -353,7 +352,8 @@ __device__ __forceinline__ float4 load4_hinted(const float* p, unsigned long lon
 #endif
 }
 // Slot j of this thread (thread_slot's layout) as a float4, 0 past n. Rows of n % 4 == 0 floats move as
-// hinted float4 loads; other rows (rare, and not timed) element by element without hints.
+// hinted float4 loads. Another row starts at in + row * n, not 16-byte aligned, so no float4 load is
+// possible: it is read element by element, without hints (no timed case has such rows).
 template <bool KEEP>
 __device__ __forceinline__ float4 load_slot_hinted(const float* x, int n, int j, unsigned long long policy) {
     const int e0 = 4 * thread_slot(j);
@@ -365,11 +365,12 @@ __device__ __forceinline__ float4 load_slot_hinted(const float* x, int n, int j,
 }
 
 // RMSNorm of each row in one kernel that reads the row twice: once for its mean square (the lines kept in
-// the caches), and again, after the block's reduction, to scale it by r * w and store it. Only
-// REREAD_VECS slots a thread are live at a time, and they are not held across the reduction, so blocks
-// are small and many fit on an SM. Launch: block (T, a multiple of 32, at most 1024), grid (rows);
+// the caches), and again, after the block's reduction, to scale it by r * w and store it. The slots are
+// not held across the reduction, so up to 4 slots a thread two 1,024-thread blocks fit on an SM, where
+// the one-pass kernel holding 8 fits one. (Unlike Inductor's loop, each thread loads its whole share of the
+// row in the first read.) Launch: block (T, a multiple of 32, at most 1024), grid (rows);
 // n <= 4 * REREAD_VECS * T. w: n floats.
-// Up to 4 slots a thread, two 1,024-thread blocks fit on an SM (32 registers a thread); 8 slots need more.
+// 32 registers a thread up to 4 slots (two 1,024-thread blocks an SM); 8 slots take more.
 #if REREAD_VECS <= 4
 #define REREAD_BOUNDS __launch_bounds__(1024, 2)
 #else

@@ -12,7 +12,10 @@ typedef unsigned short bf16_raw;   // a bf16 as its 16 bits
 __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
 
-__device__ __forceinline__ bf16_raw to_bf16(float f) {   // round to nearest even
+// Round to nearest even. A NaN stays a NaN (adding the rounding bias to one would carry into the sign
+// bit and give -0), so an overflowed softmax shows in the output as what it is.
+__device__ __forceinline__ bf16_raw to_bf16(float f) {
+    if (f != f) return (bf16_raw)0x7fc0;
     unsigned u = __float_as_uint(f);
     return (bf16_raw)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }

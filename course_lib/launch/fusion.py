@@ -275,9 +275,12 @@ def reread_launch(n: int) -> tuple[int, int]:
     if not 1 <= n <= 4 * REREAD_MAX_VECS * 1024:
         raise ValueError(f"rmsnorm_reread takes rows of 1 to {4 * REREAD_MAX_VECS * 1024} floats, got {n}: "
                          "use the two-pass plan for longer rows")
-    vecs = max(2, 1 << math.ceil(math.log2(-(-n // 4096))))
-    threads = 32 * -(-(-(-n // (4 * vecs))) // 32)
-    return vecs, threads
+    vecs = max(2, 1 << math.ceil(math.log2(_ceil_div(n, 4 * 1024))))
+    return vecs, 32 * _ceil_div(_ceil_div(n, 4 * vecs), 32)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def reread_family(vecs: int):
@@ -459,7 +462,7 @@ def fusion_smoke() -> None:
     import cupy
 
     rng = cupy.random.default_rng(9)
-    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097), (2, 16385), (3, 32764), (2, 32767)):
+    for rows, n in ((1, 1), (3, 3), (2, 5), (2, 1000), (1, 1024), (2, 4097), (2, 12291), (2, 16385), (3, 32764), (2, 32767)):
         x = rng.standard_normal((rows, n), dtype=cupy.float32)
         w = rng.random(n, dtype=cupy.float32) + 0.5
         out, stats = cupy.empty_like(x), cupy.empty(2 * rows, dtype=cupy.float32)

@@ -447,7 +447,7 @@ def transpose_fix_cases(fn, sizes, time_it: bool) -> dict:
 DECODE_GROUP = 4        # query heads per KV head, as Llama 3 8B's 32 on 8
 DECODE_THREADS = 128    # 8 half-warps, each taking one token at a time
 # (batch, KV heads, cached tokens, score scale): one token; fewer tokens than a block's 8 half-warps;
-# lengths that are multiples of nothing; and q and k scaled so that the base-2 scores spread by hundreds,
+# lengths that leave a partial round of 8 tokens (77, 2049) and longer ones; and q and k scaled so that the base-2 scores spread by hundreds,
 # where 2 to the power of a raw score overflows float32 (a softmax without its running maximum fails).
 DECODE_SHAPES = ((1, 1, 1, 1.0), (1, 2, 5, 1.0), (2, 3, 77, 1.0), (3, 2, 1000, 1.0), (1, 1, 2049, 24.0),
                  (2, 2, 300, 48.0))
