@@ -32,6 +32,7 @@ from course_lib.launch.operands import (
 )
 from course_lib.measure.smoke import covers
 from course_lib.models import occupancy
+from course_lib.models.launch_geometry import cdiv
 
 FAMILY = "fusion"
 
@@ -275,12 +276,8 @@ def reread_launch(n: int) -> tuple[int, int]:
     if not 1 <= n <= 4 * REREAD_MAX_VECS * 1024:
         raise ValueError(f"rmsnorm_reread takes rows of 1 to {4 * REREAD_MAX_VECS * 1024} floats, got {n}: "
                          "use the two-pass plan for longer rows")
-    vecs = max(2, 1 << math.ceil(math.log2(_ceil_div(n, 4 * 1024))))
-    return vecs, 32 * _ceil_div(_ceil_div(n, 4 * vecs), 32)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
+    vecs = max(2, 1 << math.ceil(math.log2(cdiv(n, 4 * 1024))))
+    return vecs, 32 * cdiv(cdiv(n, 4 * vecs), 32)
 
 
 def reread_family(vecs: int):

@@ -16,6 +16,7 @@ from course_lib.launch.gemm_fp32 import SMOKE_SHAPES
 from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance, random_operand, to_bf16_bits
 from course_lib.measure.smoke import covers
 from course_lib.models import waves
+from course_lib.models.launch_geometry import cdiv
 
 BF16 = "gemm_bf16"
 BF16_MIN_CC = 8.0
@@ -104,16 +105,12 @@ def with_stages(stages: int) -> Variant:
     return Variant(f"{stages} stages", {"TC_STAGES": stages})
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def bf16_geometry(m: int, n: int, defines: dict[str, int] | None = None):
     """(grid, block, dynamic shared bytes) of ``bf16_gemm_mma``."""
     d = macros(BF16, defines)
     threads = (d["TC_BM"] // d["TC_WM"]) * (d["TC_BN"] // d["TC_WN"]) * 32
     smem = d["TC_STAGES"] * (d["TC_BM"] * d["TC_BK"] + d["TC_BK"] * d["TC_BN"]) * 2 + BF16_SMEM_EXTRA
-    return (_ceil_div(m, d["TC_BM"]) * _ceil_div(n, d["TC_BN"]),), (threads,), smem
+    return (cdiv(m, d["TC_BM"]) * cdiv(n, d["TC_BN"]),), (threads,), smem
 
 
 def require_bf16_mma(compute_capability: str | float) -> None:

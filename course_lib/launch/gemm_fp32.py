@@ -9,6 +9,7 @@ from course_lib.core import cuda
 from course_lib.core.cuda import macros
 from course_lib.launch.operands import random_operand
 from course_lib.measure.smoke import covers
+from course_lib.models.launch_geometry import cdiv
 
 FP32 = "gemm_fp32"
 
@@ -69,28 +70,24 @@ LADDER: tuple[Step, ...] = (
 LADDER_KERNELS = [s.kernel for s in LADDER]
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def fp32_geometry(kernel: str, m: int, n: int, defines: dict[str, int] | None = None):
     """(grid, block) from each kernel's launch contract."""
     if kernel == "sgemm_naive":
-        return (_ceil_div(m, 32), _ceil_div(n, 32)), (32, 32)
+        return (cdiv(m, 32), cdiv(n, 32)), (32, 32)
     if kernel in ("sgemm_coalesced", "sgemm_smem"):
-        return (_ceil_div(n, 32), _ceil_div(m, 32)), (32, 32)
+        return (cdiv(n, 32), cdiv(m, 32)), (32, 32)
     if kernel == "sgemm_reg1d":
-        return (_ceil_div(n, 64), _ceil_div(m, 64)), (512,)
+        return (cdiv(n, 64), cdiv(m, 64)), (512,)
     if kernel in ("sgemm_reg2d", "sgemm_vec4"):
-        return (_ceil_div(n, 128), _ceil_div(m, 128)), (256,)
+        return (cdiv(n, 128), cdiv(m, 128)), (256,)
     if kernel in ("sgemm_warptile", "sgemm_warptile_db"):
         d = macros(FP32, defines)
         threads = (d["WT_BM"] // d["WT_WM"]) * (d["WT_BN"] // d["WT_WN"]) * 32
-        return (_ceil_div(n, d["WT_BN"]), _ceil_div(m, d["WT_BM"])), (threads,)
+        return (cdiv(n, d["WT_BN"]), cdiv(m, d["WT_BM"])), (threads,)
     if kernel == "sgemm_warptile_db_16x8":
         d = macros(FP32, defines)
         threads = (d["WB_BM"] // d["WB_WM"]) * (d["WB_BN"] // d["WB_WN"]) * 32
-        return (_ceil_div(n, d["WB_BN"]), _ceil_div(m, d["WB_BM"])), (threads,)
+        return (cdiv(n, d["WB_BN"]), cdiv(m, d["WB_BM"])), (threads,)
     raise KeyError(f"no fp32 GEMM kernel {kernel!r}; the ladder has {', '.join(LADDER_KERNELS)}")
 
 

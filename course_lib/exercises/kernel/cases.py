@@ -2,7 +2,9 @@
 ``*_cases(fn, sizes, time_it, **launch)`` builds the exercise's inputs at each size, launches the
 learner's kernel ``fn``, compares it with a reference (CuPy, float64 where it matters), and, when
 every case passed and ``time_it``, times it beside the course kernel that moves the same bytes.
-A ``KernelExercise`` carries its own cases function; the sizes and shapes here are theirs."""
+A ``KernelExercise`` carries its own cases function; the sizes and shapes here are theirs. A cases
+function may carry a ``warm_up``: what only it compiles (CuPy kernels), run by the child before its
+time limit starts, so that the other exercises' children do not pay for it."""
 from __future__ import annotations
 
 from course_lib.core import cuda
@@ -54,11 +56,11 @@ def _output(n: int, spare: int):
     return out
 
 
-def _overrun(out, n: int) -> int | None:
+def _overrun(out, n: int, sentinel=SENTINEL) -> int | None:
     """How far past element n the first overwritten sentinel lies, or None when none was touched."""
     import cupy
 
-    hit = out[n:] != SENTINEL
+    hit = out[n:] != sentinel
     return int(cupy.argmax(hit)) if bool(hit.any()) else None
 
 
@@ -140,12 +142,11 @@ def warm_up() -> None:
     bool((~(cupy.abs((y @ y.T).ravel() - 1.0) <= 1.0)).any())
     v = cupy.random.default_rng(0).standard_normal(8, dtype=cupy.float32).reshape(2, 4) + x[:4]
     (v.astype(cupy.float64) / cupy.sqrt((y ** 2).mean(axis=1, keepdims=True)) * cupy.tanh(y)).ravel()
-    _warm_up_decode()
     cupy.cuda.Device().synchronize()
 
 
 def _warm_up_decode() -> None:
-    """The decode exercise's float64 attention and its error search, on one token."""
+    """The decode exercise's float64 attention and its error search, on one token (its cases' ``warm_up``)."""
     from course_lib.launch import decode_attention as attention
 
     q, k, v, out = attention.operands(1, 1, DECODE_GROUP, 1, 0)
@@ -497,7 +498,7 @@ def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
         cupy.cuda.Device().synchronize()
         want = attention.reference(q, k, v)
         wrong = _decode_first_wrong(got[:q.size].reshape(q.shape), want, attention.tolerance(want))
-        if wrong is None and bool((got[q.size:] != DECODE_SENTINEL).any()):
+        if wrong is None and _overrun(got, q.size, DECODE_SENTINEL) is not None:
             wrong = "it wrote past the end of out"
         out["cases"].append({"size": f"{batch}×{kv_heads}×{tokens}" + (f" (scores ×{scale ** 2:g})" if scale != 1 else ""),
                              "passed": wrong is None, "first_wrong": wrong})
@@ -510,3 +511,6 @@ def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
                                lambda: attention.run_decode(q, k, v, course, DECODE_GROUP),
                                "decode_attention.decode_grouped_g4 + decode_combine (the cache split across blocks)")
     return out
+
+
+grouped_decode_cases.warm_up = _warm_up_decode

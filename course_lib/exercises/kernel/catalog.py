@@ -150,6 +150,15 @@ def local_memory(sass: list[str]) -> int:
     return count_ops(sass, "LDL") + count_ops(sass, "STL")
 
 
+def in_registers(res: cuda.KernelResources, sass: list[str] | None, kept: str, why: str) -> Finding:
+    """A thread's arrays held in registers: no stack frame, no spills and, where the SASS is read, no LDL/STL.
+    ``kept`` is the finding when they are; ``why`` follows the counts when they are not."""
+    local = local_memory(sass) if sass is not None else 0
+    ok = res.stack_frame_bytes == 0 and not res.spills and local == 0
+    return Finding(ok, kept if ok else f"local memory: a {res.stack_frame_bytes} B stack frame, "
+                                       f"{res.spill_store_bytes} B of spills, {local} LDL/STL in the SASS. {why}")
+
+
 # --------------------------------------------------------------------------- the exercises
 
 def _uses_grid_stride(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
@@ -265,19 +274,15 @@ def _register_tile_checks(source: str, res: cuda.KernelResources, sass: list[str
     body = strip_comments(source)
     barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
     where = "in its SASS (BAR.SYNC)" if sass is not None else "__syncthreads() in the source"
-    local = local_memory(sass) if sass is not None else 0
-    in_registers = res.stack_frame_bytes == 0 and not res.spills and local == 0
     return [
         Finding(res.static_smem_bytes >= 2 * 8 * 64 * 4,
                 f"{res.static_smem_bytes} B of static shared memory (the 64×8 and 8×64 stage tiles need 4,096)"),
         Finding(barriers >= 2, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
             "" if barriers >= 2 else ": a stage needs one after its tiles are written and one after they are read, "
                                      "or the next stage's loads overwrite tiles other threads are still reading")),
-        Finding(in_registers, "the 8 accumulators stay in registers (no stack frame, no spills, no LDL/STL)"
-                if in_registers else
-                f"local memory: a {res.stack_frame_bytes} B stack frame, {res.spill_store_bytes} B of spills, "
-                f"{local} LDL/STL in the SASS. An accumulator array indexed by a loop the compiler does not "
-                "unroll lives in local memory: unroll the loops over the 8 outputs (#pragma unroll, constant bounds)"),
+        in_registers(res, sass, "the 8 accumulators stay in registers (no stack frame, no spills, no LDL/STL)",
+                     "An accumulator array indexed by a loop the compiler does not unroll lives in local memory: "
+                     "unroll the loops over the 8 outputs (#pragma unroll, constant bounds)"),
     ]
 
 
@@ -634,15 +639,10 @@ WARP_SPECIALIZED = KernelExercise(
 def _decode_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
     """The running softmaxes and the query rows stay in registers: a per-head array indexed by a loop the
     compiler could not unroll lands in local memory, read and written on every token."""
-    local = local_memory(sass) if sass is not None else None
-    if res.spills or local or res.stack_frame_bytes:
-        what = (f"{local} local-memory loads and stores (LDL, STL) in its SASS" if local else
-                f"a {res.stack_frame_bytes} B stack frame" if res.stack_frame_bytes else "")
-        spills = f"spills {res.spill_store_bytes} B" if res.spills else ""
-        return [Finding(False, f"{' and '.join(filter(None, (spills, what)))}: the per-query-head state is in local "
-                               "memory, touched on every token. Loops over the group need a bound the compiler knows "
-                               "(GROUP) so it can unroll them and keep the arrays in registers")]
-    return [Finding(True, f"the {DECODE_GROUP} query heads' state stays in registers (no spills, no local memory)")]
+    return [in_registers(res, sass, f"the {DECODE_GROUP} query heads' state stays in registers (no spills, no local "
+                                    "memory)",
+                         "The per-query-head state is in local memory, touched on every token. Loops over the group "
+                         "need a bound the compiler knows (GROUP) so it can unroll them and keep the arrays in registers")]
 
 
 GROUPED_DECODE = KernelExercise(
