@@ -106,6 +106,12 @@ def test_the_decode_starter_is_right_but_held_back_by_the_bar_for_reading_the_ca
     verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.starter)
     assert not verdict.correct and verdict.count(": correct") == len(catalog.GROUPED_DECODE.sizes), verdict
     assert "not yet what this exercise asks" in verdict and "Count the bytes" in verdict, verdict
+    assert "✘ Counted by Nsight Compute" in verdict and "4.00× the 268.4 MB" in verdict, verdict
+
+
+def test_the_decode_solution_reads_the_cache_once_by_the_byte_count():
+    verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.solution)
+    assert verdict.correct and "✔ Counted by Nsight Compute" in verdict and "1.00× the 268.4 MB" in verdict, verdict
 
 
 @pytest.mark.parametrize("label,fails_at", [

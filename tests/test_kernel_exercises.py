@@ -389,6 +389,37 @@ def test_a_correct_kernel_slower_than_the_bar_against_the_reference_is_not_yet_c
     assert not ok and not any("not yet what" in ln for ln in lines)   # wrong results are the finding, not speed
 
 
+def test_the_decode_byte_count_rejects_the_cache_read_once_per_query_head_and_passes_it_read_once():
+    traffic = catalog.GROUPED_DECODE.traffic
+    assert traffic.model_bytes == 2 * 32 * 8 * 2048 * 128 * 2   # K and V of 32 sequences x 8 KV heads x 2,048 tokens
+    ok, lines = ke.traffic_lines(traffic, 4.0 * traffic.model_bytes)   # the starter's count: 4 query heads, 4 reads
+    assert not ok and "✘" in lines[0] and "4.00×" in lines[0] and "not yet what this exercise asks" in lines[1]
+    ok, lines = ke.traffic_lines(traffic, 1.001 * traffic.model_bytes)   # the reference solution's count
+    assert ok and lines == [lines[0]] and "✔" in lines[0] and "1.00×" in lines[0]
+    assert not ke.traffic_lines(traffic, 1.51 * traffic.model_bytes)[0]
+
+
+def test_without_ncu_the_byte_count_says_it_was_not_taken_and_the_speed_bar_stands(monkeypatch):
+    from course_lib.exercises.kernel import checker
+    from course_lib.measure import profiler
+
+    monkeypatch.setattr(profiler, "ncu_path", lambda: None)
+    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+    assert ok and lines[0].startswith("(Bytes not counted: Nsight Compute (ncu) is not installed")
+
+
+def test_the_checker_counts_bytes_only_for_a_kernel_whose_results_are_right(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    counted = []
+    monkeypatch.setattr(checker, "_traffic_verdict", lambda *a: counted.append(a) or (True, []))
+    for passed in (False, True):
+        monkeypatch.setattr(checker, "run_child", lambda *a, passed=passed, **k: {
+            "cases": [{"size": s, "passed": passed, "first_wrong": None if passed else "index 0"} for s in a[2]]})
+        checker.check("grouped_decode", catalog.GROUPED_DECODE.solution, live=True)
+    assert len(counted) == 1
+
+
 def test_the_checker_hands_the_child_the_reference_solution_and_its_own_launch(monkeypatch):
     from course_lib.exercises.kernel import checker
 

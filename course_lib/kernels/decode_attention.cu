@@ -15,32 +15,17 @@
 // token rows (512 contiguous bytes). A running softmax (max and sum, base 2) folds each score in as it
 // comes, rescaling the sums only when a score is a new maximum. decode_combine merges the splits. Any T >= 1, any splits >= 1 (empty splits are harmless).
 
-#define HEAD_DIM 128
+#include "online_softmax.cuh"   // HEAD_DIM, NEG_INF, bf16_raw, bf16_lo/hi, unpack8, to_bf16 (a NaN stays a NaN)
+
 #define THREADS 128
 #define WARPS (THREADS / 32)
 #define STREAMS (2 * WARPS)        // token streams in a block: two per warp
-#define NEG_INF (-__int_as_float(0x7f800000))
-
-typedef unsigned short bf16_raw;
-
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
-__device__ __forceinline__ bf16_raw to_bf16(float f) {   // round to nearest even
-    unsigned u = __float_as_uint(f);
-    return (bf16_raw)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 // 2^x by the SFU's approximation (about 2 ulp; -inf gives 0): the scores are already in base 2.
 __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
-}
-
-__device__ __forceinline__ void unpack8(uint4 w, float* x) {
-    x[0] = bf16_lo(w.x); x[1] = bf16_hi(w.x); x[2] = bf16_lo(w.y); x[3] = bf16_hi(w.y);
-    x[4] = bf16_lo(w.z); x[5] = bf16_hi(w.z); x[6] = bf16_lo(w.w); x[7] = bf16_hi(w.w);
 }
 
 // A lane's 8 dimensions of token t: one 16-byte load (token-major) or eight strided 2-byte loads

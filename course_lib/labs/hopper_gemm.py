@@ -18,27 +18,29 @@ from course_lib.launch.hopper_gemm import (
     ALIGN_SLACK,
     ARCH,
     FAMILY,
-    SPLIT_K_KERNEL,
-    Plan,
     HOPPER_CC,
     RUNG_KERNELS,
     RUNGS,
+    SWEEP_RUNGS,
+    SWEEP_SPLITS,
+    Plan,
+    dispatch,
     hg_macros,
-    k_slices,
     kernel_function,
     launch_entry,
     nan_output,
     operands,
+    predicted_seconds,
     release_before_wait_launch,
     require_hopper,
     run,
     run_plan,
-    split_k_grid,
     rung,
+    seconds_per_tile_k_block,
     sm_count,
-    sm_rounds,
     smem_bytes,
     stuck_slot_launch,
+    sweep_plans,
 )
 from course_lib.launch.library import mm_kernels
 from course_lib.launch.operands import (
@@ -128,13 +130,6 @@ def _cupy(t):
 SHAPE_SWEEP = [[2304, 2304, 2304], [3000, 3000, 3000], [3072, 3072, 3072], [5120, 5120, 5120], [6144, 6144, 6144],
                [4096, 4096, 1024], [4096, 4096, 16384], [16384, 16384, 1024], [8192, 1024, 8192], [1024, 8192, 8192],
                [1000, 3000, 256], [512, 4096, 4096], [128, 4096, 4096], [4096, 128, 4096]]
-SWEEP_RUNGS = (2, 3, 5, 7)
-SWEEP_SPLITS = (2, 4, 8)
-
-
-def sweep_plans(k: int, rungs=SWEEP_RUNGS, splits=SWEEP_SPLITS) -> list[Plan]:
-    """The plans the sweep times at one shape: each rung, and split-K at each split K's slices allow."""
-    return [Plan(rung(x).kernel) for x in rungs] + [Plan(SPLIT_K_KERNEL, s) for s in splits if s <= k_slices(k)]
 
 
 @experiment("hopper.shapes",
@@ -577,38 +572,6 @@ def ladder_rows(result) -> list[dict]:
         row[f"% cuBLAS {shape_label(*shape)}"] = 100.0
     rows.append(row)
     return rows
-
-
-def seconds_per_tile_k_block(ladder_result, shape=(4096, 4096, 4096), sm_count: int = 132) -> dict[str, float]:
-    """Each rung's time per output tile and 64-wide K slice on its busiest SM, from the ladder at one shape:
-    the time over (SM rounds × K slices). The dispatch's measured input."""
-    m, n, k = shape
-    out = {}
-    for r in RUNGS:
-        c = next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == list(shape))
-        out[r.kernel] = c.median_s / (sm_rounds(r, m, n, sm_count) * k_slices(k))
-    return out
-
-
-def predicted_seconds(plan: Plan, m: int, n: int, k: int, per_tile_k_block: dict[str, float],
-                      sm_count: int = 132, gpu: str = "h200") -> float:
-    """The SM-round model's time for one plan at one shape: its busiest SM's tiles × K slices × the
-    calibrated seconds per tile and slice (an SM taken to run at the same rate however few tiles it has).
-    Split-K runs rung 3's block over each slice of K, and adds its fp32 workspace's bytes (each split's
-    partial written and read back, and C written) at the datasheet's HBM bandwidth."""
-    slices = k_slices(k)
-    if plan.splits == 1:
-        return sm_rounds(rung(plan.kernel), m, n, sm_count) * slices * per_tile_k_block[plan.kernel]
-    tiles, splits = split_k_grid(m, n, k, plan.splits)
-    compute = -(-tiles * splits // sm_count) * -(-slices // splits) * per_tile_k_block[rung(3).kernel]
-    workspace = m * n * (8 * splits + 2) / spec(gpu).hbm_bandwidth_bytes_per_s
-    return compute + workspace
-
-
-def dispatch(m: int, n: int, k: int, per_tile_k_block: dict[str, float], plans: list[Plan] | None = None,
-             sm_count: int = 132) -> Plan:
-    """The plan the SM-round model predicts fastest at M × N × K (default: the sweep's plans)."""
-    return min(plans or sweep_plans(k), key=lambda p: predicted_seconds(p, m, n, k, per_tile_k_block, sm_count))
 
 
 def _plans_at(result, shape) -> dict[Plan, object]:

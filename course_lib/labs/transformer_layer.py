@@ -9,22 +9,22 @@
   kernel over a dimension-major cache, PyTorch's SDPA with ``enable_gqa`` and SDPA over K and V
   expanded by ``repeat_interleave``; one read of the cache as the floor. ncu counts the bytes.
 * ``layer.ops``: every op of the layer at prefill and at decode in PyTorch (cuBLAS, SDPA with its
-  kernel named, eager elementwise ops) and, on a Hopper GPU, the course's GEMM (notebook 10's
-  persistent rung) for the four projections and its decode attention; then the layer end to end:
+  kernel named, eager elementwise ops) and, on a Hopper GPU, the course's GEMM for the four projections
+  (the plan notebook 10's dispatch picks for each shape: a rung, or split-K) and its decode attention; then the layer end to end:
   eager, as one CUDA graph, and through ``torch.compile``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec
+from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec, slug
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
 from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
 from course_lib.launch.operands import bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel
-from course_lib.measure import profiler
-from course_lib.measure.evidence import Case, Check
+from course_lib.measure import experiments, profiler
+from course_lib.measure.evidence import Case, Check, NotRecorded
 from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
 from course_lib.measure.profiler import kernels_launched, short_kernel_name
 from course_lib.measure.target import Target
@@ -438,12 +438,27 @@ class _Layer:
         return list(zip(OP_NAMES, calls))
 
 
-def _course_gemm(layer: _Layer, name: str):
-    """The course's GEMM (notebook 10's persistent rung) for one projection: (call, output, reference),
-    or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's [out, in] weight."""
+def gemm_calibration() -> dict[str, float] | None:
+    """The dispatch's measured input: each Hopper rung's seconds per output tile and K slice, from the
+    recorded ``hopper.ladder`` on this GPU if it has one, else on the H200 (a plan chosen from another
+    Hopper's calibration is still correct, only perhaps not the fastest); None off Hopper."""
+    if str(detect().compute_capability) != hopper_gemm.HOPPER_CC:
+        return None
+    resolved = experiments.resolve_params("hopper.ladder")
+    try:
+        ladder = experiments.replay("hopper.ladder", resolved, slug(detect().name))
+    except NotRecorded:
+        ladder = experiments.replay("hopper.ladder", resolved, "h200")
+    return hopper_gemm.seconds_per_tile_k_block(ladder, sm_count=detect().sm_count)
+
+
+def _course_gemm(layer: _Layer, name: str, per_tile_k_block: dict[str, float] | None):
+    """The course's GEMM for one projection, as notebook 10's dispatch picks it for the shape (a rung, or
+    split-K where the output tiles cannot fill the SMs): (plan, the model's time for it, call, output,
+    reference, PyTorch's call), or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's [out, in] weight."""
     import torch
 
-    if str(detect().compute_capability) != hopper_gemm.HOPPER_CC:
+    if per_tile_k_block is None:
         return None
     phase, d = layer.phase, layer.shape.d_model
     weights = {"Q, K, V projection": (layer.w_qkv, d), "output projection": (layer.w_o, layer.shape.q_heads * 128),
@@ -454,8 +469,9 @@ def _course_gemm(layer: _Layer, name: str):
     a = (torch.randn(phase.rows, k, device="cuda") * 0.5).to(torch.bfloat16)
     a_bits, w_bits = bf16_bits(a), bf16_bits(w)
     c_bits = hopper_gemm.nan_output(phase.rows, w.shape[0])
-    rung = hopper_gemm.rung(5)
-    return (lambda: hopper_gemm.run(rung, a_bits, w_bits, c_bits), c_bits,
+    m, n, sms = phase.rows, w.shape[0], detect().sm_count
+    plan = hopper_gemm.dispatch(m, n, k, per_tile_k_block, sm_count=sms)
+    return (plan, hopper_gemm.predicted_seconds(plan, m, n, k, per_tile_k_block, sms), lambda: hopper_gemm.run_plan(plan, a_bits, w_bits, c_bits), c_bits,
             torch.nn.functional.linear(a, w), lambda: torch.nn.functional.linear(a, w))
 
 
@@ -502,7 +518,7 @@ def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, c
     import cupy
 
     shape = MODELS[model]
-    cases = []
+    cases, calibration = [], gemm_calibration()
     for phase in (prefill_phase(*prefill), decode_phase(*decode)):
         layer = _Layer(shape, phase, 1)
         atlas = {row.op.name: row for row in transformer.atlas(shape, phase, gpu_spec(detect().name))}
@@ -510,14 +526,15 @@ def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, c
         for name, call in layer.op_calls():
             op = atlas[name].op
             plans = {"PyTorch": call}
-            course, check = _course_gemm(layer, name), None
+            course, check, dispatched = _course_gemm(layer, name, calibration), None, {}
             if course is not None:
-                fn, c_bits, want, torch_call = course
+                plan, model_s, fn, c_bits, want, torch_call = course
                 fn()
                 got = bf16_bits_to_float32(c_bits)
                 check = check_close(got, cupy.asarray(want.float()), "cuBLAS (torch.nn.functional.linear)",
                                     bf16_tolerance_rel())
-                plans = {"PyTorch": torch_call, "course GEMM (notebook 10, rung 5)": fn}
+                plans = {"PyTorch": torch_call, f"course GEMM ({plan.label}, notebook 10's dispatch)": fn}
+                dispatched = {"dispatch": plan.label, "dispatch_model_s": model_s}
             if name.startswith("attention") and phase.name == "decode":
                 plans["course decode attention (grouped)"] = _course_decode_call(layer)
             times = benchmark_interleaved(list(plans.values()), samples, references=[0])
@@ -525,6 +542,8 @@ def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, c
                 extra = {"bound_s": atlas[name].seconds, "bound_kind": atlas[name].bound.binding_roof}
                 if label == "PyTorch":
                     extra["kernels"] = kernels_launched(fn)
+                elif label.startswith("course GEMM"):
+                    extra.update(dispatched)
                 c = Case(f"{phase.name}: {name}: {label}", {**params, "op": name, "plan": label}, label, t,
                          op.flop, op.bytes,
                          check if label.startswith("course GEMM") else _ok(label), extra=extra)
@@ -586,6 +605,7 @@ def op_rows(result) -> list[dict]:
                          "floor µs": c.extra["bound_s"] * 1e6, "PyTorch µs": c.median_s * 1e6,
                          "PyTorch ÷ floor": c.median_s / c.extra["bound_s"],
                          "share of the ops' time": c.median_s / total,
+                         "course kernel": course[0].params["plan"].removeprefix("course ") if course else None,
                          "course µs": course[0].median_s * 1e6 if course else None,
                          "PyTorch kernels": len(c.extra.get("kernels", []))})
     return rows

@@ -1,6 +1,7 @@
 """Host launcher of ``kernels/hopper_gemm.cu`` (notebook 10, ``sm_90a``): the seven rungs of the Hopper
 ladder as named values (``Rung``), each one's grid, block and shared memory, the TMA descriptors, the
-instruction-ceiling kernels, the launches compute-sanitizer and the pitfalls' child processes run,
+instruction-ceiling kernels, split-K, the dispatch (the SM-round model's choice of plan for a shape,
+calibrated on the ladder), the launches compute-sanitizer and the pitfalls' child processes run,
 and the smoke launch."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from course_lib.core import cuda
 from course_lib.core.cuda import defines_to_options, macros
-from course_lib.core.hardware import detect
+from course_lib.core.hardware import detect, spec
 from course_lib.launch.gemm_bf16 import encode_tensor_map
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
@@ -375,6 +376,47 @@ def run_plan(plan: Plan, a_bits, b_bits, c_bits) -> None:
         run_split_k(a_bits, b_bits, c_bits, plan.splits)
     else:
         run(plan.kernel, a_bits, b_bits, c_bits)
+
+
+SWEEP_RUNGS = (2, 3, 5, 7)
+SWEEP_SPLITS = (2, 4, 8)
+
+
+def sweep_plans(k: int, rungs=SWEEP_RUNGS, splits=SWEEP_SPLITS) -> list[Plan]:
+    """The plans the sweep times at one shape: each rung, and split-K at each split K's slices allow."""
+    return [Plan(rung(x).kernel) for x in rungs] + [Plan(SPLIT_K_KERNEL, s) for s in splits if s <= k_slices(k)]
+
+
+def seconds_per_tile_k_block(ladder_result, shape=(4096, 4096, 4096), sm_count: int = 132) -> dict[str, float]:
+    """Each rung's time per output tile and 64-wide K slice on its busiest SM, from the ladder at one shape:
+    the time over (SM rounds × K slices). The dispatch's measured input."""
+    m, n, k = shape
+    out = {}
+    for r in RUNGS:
+        c = next(c for c in ladder_result.cases if c.params.get("kernel") == r.kernel and c.params["shapes"] == list(shape))
+        out[r.kernel] = c.median_s / (sm_rounds(r, m, n, sm_count) * k_slices(k))
+    return out
+
+
+def predicted_seconds(plan: Plan, m: int, n: int, k: int, per_tile_k_block: dict[str, float],
+                      sm_count: int = 132, gpu: str = "h200") -> float:
+    """The SM-round model's time for one plan at one shape: its busiest SM's tiles × K slices × the
+    calibrated seconds per tile and slice (an SM taken to run at the same rate however few tiles it has).
+    Split-K runs rung 3's block over each slice of K, and adds its fp32 workspace's bytes (each split's
+    partial written and read back, and C written) at the datasheet's HBM bandwidth."""
+    slices = k_slices(k)
+    if plan.splits == 1:
+        return sm_rounds(rung(plan.kernel), m, n, sm_count) * slices * per_tile_k_block[plan.kernel]
+    tiles, splits = split_k_grid(m, n, k, plan.splits)
+    compute = -(-tiles * splits // sm_count) * -(-slices // splits) * per_tile_k_block[rung(3).kernel]
+    workspace = m * n * (8 * splits + 2) / spec(gpu).hbm_bandwidth_bytes_per_s
+    return compute + workspace
+
+
+def dispatch(m: int, n: int, k: int, per_tile_k_block: dict[str, float], plans: list[Plan] | None = None,
+             sm_count: int = 132) -> Plan:
+    """The plan the SM-round model predicts fastest at M × N × K (default: the sweep's plans)."""
+    return min(plans or sweep_plans(k), key=lambda p: predicted_seconds(p, m, n, k, per_tile_k_block, sm_count))
 
 
 def operands(m: int, n: int, k: int, seed: int):

@@ -95,9 +95,8 @@ _PERMISSION_HINT = ("the GPU's performance counters are not accessible to this u
                     "so the notebook shows the metrics recorded on the H200 instead")
 
 
-def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = None,
-                launch_count: int | None = None, timeout_s: int = 600) -> list[KernelProfile]:
-    """Profile every launch of ``target`` (run in a child process) whose kernel matches ``kernel_regex``."""
+def ncu_command(metrics: list[str], kernel_regex: str | None = None, launch_count: int | None = None) -> list[str]:
+    """ncu's options for ``metrics`` of the launches matching ``kernel_regex``: the profiled program follows."""
     exe = ncu_path()
     if exe is None:
         raise ProfilerUnavailable("Nsight Compute (ncu) is not installed or not on PATH; "
@@ -107,9 +106,12 @@ def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = N
         cmd += ["-k", f"regex:{kernel_regex}"]
     if launch_count:
         cmd += ["-c", str(launch_count)]
-    cmd += [sys.executable, "-c", target.script()]
+    return cmd
+
+
+def run_ncu(cmd: list[str], timeout_s: int) -> list[KernelProfile]:
+    """Run an ``ncu_command`` with its program: one profile per launch, or ``ProfilerUnavailable`` saying why."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
-    progress.step(f"Nsight Compute: {len(metrics)} metrics per kernel (each kernel is replayed, so this takes a while)")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
@@ -123,6 +125,14 @@ def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = N
         raise ProfilerUnavailable(f"ncu exited with {proc.returncode} and profiled "
                                   f"{len(profiles)} kernels:\n{tail}")
     return profiles
+
+
+def ncu_metrics(target: Target, metrics: list[str], kernel_regex: str | None = None,
+                launch_count: int | None = None, timeout_s: int = 600) -> list[KernelProfile]:
+    """Profile every launch of ``target`` (run in a child process) whose kernel matches ``kernel_regex``."""
+    cmd = ncu_command(metrics, kernel_regex, launch_count) + [sys.executable, "-c", target.script()]
+    progress.step(f"Nsight Compute: {len(metrics)} metrics per kernel (each kernel is replayed, so this takes a while)")
+    return run_ncu(cmd, timeout_s)
 
 
 def command_line(metrics: list[str], kernel_regex: str | None = None) -> str:

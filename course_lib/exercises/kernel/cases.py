@@ -473,20 +473,42 @@ def _decode_first_wrong(got, want, tol: float) -> str | None:
             f"got {float(values[b, h, d]):.5g} (tolerance {tol:.2g})")
 
 
-def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
-    """``decode_gqa(q, k, v, out, T, scale_log2)`` on grid (KV heads, batch) against float64 attention of the
-    same bf16 inputs, then timed beside the course's grouped decode kernel (split over the cache)."""
+def decode_cache_bytes(batch: int, kv_heads: int, tokens: int) -> int:
+    """The bytes of K and V in a bf16 cache: what one decode step's grouped attention must read."""
+    from course_lib.launch import decode_attention as attention
+
+    return 2 * batch * kv_heads * tokens * attention.HEAD_DIM * 2
+
+
+def _decode_launch(fn, q, k, v, out, batch: int, kv_heads: int, tokens: int) -> None:
     import math
 
-    import cupy
     import numpy as np
 
     from course_lib.launch import decode_attention as attention
 
     scale_log2 = np.float32(math.log2(math.e) / math.sqrt(attention.HEAD_DIM))
+    fn((kv_heads, batch), (DECODE_THREADS,), (q, k, v, out, np.int32(tokens), scale_log2))
+
+
+def _profile_decode(fn) -> None:
+    """One launch at the timed shape, for the checker's byte count."""
+    from course_lib.launch import decode_attention as attention
+
+    batch, kv_heads, tokens = DECODE_TIMED_SHAPE
+    q, k, v, out = attention.operands(batch, kv_heads, DECODE_GROUP, tokens, 7)
+    _decode_launch(fn, q, k, v, out, batch, kv_heads, tokens)
+
+
+def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
+    """``decode_gqa(q, k, v, out, T, scale_log2)`` on grid (KV heads, batch) against float64 attention of the
+    same bf16 inputs, then timed beside the course's grouped decode kernel (split over the cache)."""
+    import cupy
+
+    from course_lib.launch import decode_attention as attention
 
     def launch(q, k, v, out, batch, kv_heads, tokens):
-        fn((kv_heads, batch), (DECODE_THREADS,), (q, k, v, out, np.int32(tokens), scale_log2))
+        _decode_launch(fn, q, k, v, out, batch, kv_heads, tokens)
 
     out, guard = {"cases": []}, 256
     for index in sizes:
@@ -514,3 +536,4 @@ def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
 
 
 grouped_decode_cases.warm_up = _warm_up_decode
+grouped_decode_cases.profile = _profile_decode

@@ -15,6 +15,7 @@ from course_lib.exercises.kernel import cases
 from course_lib.exercises.kernel.cases import (
     DECODE_GROUP,
     DECODE_SHAPES,
+    DECODE_TIMED_SHAPE,
     FUSED_SHAPES,
     GEMM_SHAPES,
     MYSTERY_SHAPES,
@@ -47,6 +48,18 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Traffic:
+    """A byte count the checker takes with Nsight Compute at the exercise's timed size (one launch, through
+    the cases function's ``profile``) and holds against the bytes the exercise's plan must move."""
+
+    metric: str          # an ncu counter of 32-byte sectors
+    counted: str         # what it counts, as the learner reads it
+    model_bytes: int     # what the plan the exercise teaches moves at the timed size
+    model: str           # that model, in words
+    max_ratio: float     # past this multiple of the model the kernel does not do what the exercise teaches
+
+
+@dataclass(frozen=True)
 class KernelExercise:
     """One exercise: what to write, how it is launched, and what is checked."""
 
@@ -69,6 +82,7 @@ class KernelExercise:
     max_slowdown: float = 1.25
     slow_hint: str = ("Look for work the reference does not do: a loop that visits elements more than once, loads "
                       "that are not coalesced, or a launch that leaves SMs idle.")
+    traffic: Traffic | None = None   # bytes judged by a count, where the exercise is about bytes
 
     @property
     def name(self) -> str:
@@ -666,6 +680,10 @@ GROUPED_DECODE = KernelExercise(
     static=_decode_checks,
     slow_hint=(f"Count the bytes: a kernel that reads the cache once per query head moves {DECODE_GROUP} times "
                "what the reference moves. Load each token's K and V rows once for the whole group."),
+    # The starter's count is 4.00x this and the reference solution's 1.001x (H200, ncu 2025).
+    traffic=Traffic("lts__t_sectors_srcunit_tex_op_read.sum", "read by the SMs from L2",
+                    cases.decode_cache_bytes(*DECODE_TIMED_SHAPE),
+                    f"of K and V, each byte read once for its group of {DECODE_GROUP} query heads", max_ratio=1.5),
 )
 
 

@@ -12,6 +12,10 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
    kernel that moves the same bytes. A kernel that hangs is stopped after the time limit, one that
    faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
    ``sanitize=True`` then runs every size again under compute-sanitizer's memcheck and racecheck.
+4. Where the exercise is about bytes (``KernelExercise.traffic``), a kernel that passed is launched once more
+   at the timed size under Nsight Compute, and the bytes it moved are held against the exercise's model.
+   Where ncu cannot count (not installed, or the GPU's counters closed to this user), the verdict says so
+   and rests on the speed bar.
 
 The exercises live in ``catalog`` (re-exported here), their CUDA in ``kernels/exercises/<name>/``; each has starter code, a hint, a reference solution and
 deliberately wrong solutions, which tests pass through the same checker.
@@ -28,9 +32,9 @@ import tempfile
 from course_lib.core import cuda, runtime
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
-from course_lib.exercises.kernel.catalog import KernelExercise, exercise
+from course_lib.exercises.kernel.catalog import KernelExercise, Traffic, exercise
 from course_lib.exercises.kernel.runner import REFERENCE, cases_address
-from course_lib.measure import sass
+from course_lib.measure import profiler, sass
 
 DEFAULT_TIME_LIMIT_S = 20
 
@@ -183,6 +187,42 @@ def slowdown(timing: dict) -> float | None:
     return ratio
 
 
+def counted_bytes(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> float:
+    """The exercise's traffic counter, in bytes, over one launch of the cubin's kernel at the timed size
+    (``ProfilerUnavailable`` where ncu cannot count)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        spec = json.dumps({"cases": cases_address(ex.live), "kernel": ex.kernel, "cubin": path, "profile": True,
+                           "launch": launch})
+        cmd = profiler.ncu_command([ex.traffic.metric], f"^{ex.kernel}$", 1)
+        profiles = profiler.run_ncu(cmd + [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec],
+                                    timeout_s=int(60 + 6 * time_limit_s))
+    return 32.0 * float(profiles[0].metrics[ex.traffic.metric])
+
+
+def traffic_lines(traffic: Traffic, measured_bytes: float) -> tuple[bool, list[str]]:
+    """The byte count against the model: within ``max_ratio`` of it, or not yet what the exercise asks."""
+    ratio = measured_bytes / traffic.model_bytes
+    ok = ratio <= traffic.max_ratio
+    name = traffic.metric.removesuffix(".sum")
+    lines = [f"  {'✔' if ok else '✘'} Counted by Nsight Compute ({name}): {measured_bytes / 1e6:,.1f} MB "
+             f"{traffic.counted}, {ratio:.2f}× the {traffic.model_bytes / 1e6:,.1f} MB {traffic.model}."]
+    if not ok:
+        lines.append(f"Right results, but not yet what this exercise asks: a kernel that does it moves at most "
+                     f"{traffic.max_ratio:g}× those bytes.")
+    return ok, lines
+
+
+def _traffic_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    try:
+        measured = counted_bytes(ex, cubin, launch, time_limit_s)
+    except profiler.ProfilerUnavailable as why:
+        return True, [f"(Bytes not counted: {why}. The speed bar above stands in for the count.)"]
+    return traffic_lines(ex.traffic, measured)
+
+
 def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
     """compute-sanitizer's verdict on one more run of every size (no timing)."""
     if "sanitizer" in run:
@@ -248,6 +288,10 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
                     reference_cubin=reference_cubin, reference_launch=ex.launch(ex.solution))
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
+    correct = bool(run.get("cases")) and all(c["passed"] for c in run["cases"]) and not run.get("error")
+    if correct and static_ok and ex.traffic is not None:
+        counted_ok, more = _traffic_verdict(ex, cubin, launch, time_limit_s)
+        ok, lines = ok and counted_ok, lines + more
     for tool in SANITIZER_TOOLS if sanitize else ():
         clean, more = _sanitizer_lines(tool, run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, tool, False, launch), time_limit_s)
         ok, lines = ok and clean, lines + more

@@ -7,7 +7,8 @@ the check names at its sizes, print one JSON line.
 With ``reference_cubin`` (the exercise's hidden reference solution), once the learner's kernel has
 passed every size and been timed, the same cases function runs the reference at the last size and
 its time joins the learner's (``timing["reference_us"]``, and the course kernel's time in that run): the
-bar a correct kernel's speed is held to. The learner's result is printed first, so a reference that
+bar a correct kernel's speed is held to. With ``"profile": true`` it launches the kernel once at the timed
+size through the cases function's ``profile`` and prints nothing more: the checker runs it under ncu. The learner's result is printed first, so a reference that
 fails or runs out of time leaves it standing.
 
 ``cases`` is where the exercise's own cases function lives (``KernelExercise.live``, or a
@@ -45,6 +46,10 @@ def main(spec_json: str) -> int:
     warm_up()
     getattr(cases, "warm_up", lambda: None)()   # what only this exercise's cases compile (its ``warm_up``)
     print("READY", flush=True)   # the parent's time limit starts here: it is the kernel's, not Python's
+    if spec.get("profile"):   # one launch at the timed size, under Nsight Compute (the checker's byte count)
+        cases.profile(fn, **spec.get("launch", {}))
+        cupy.cuda.Device().synchronize()
+        return 0
     try:
         result = cases(fn, tuple(spec["sizes"]), spec.get("time_it", True), **spec.get("launch", {}))
     except Exception as exc:  # noqa: BLE001  (a learner's kernel can fail any way: report it)
