@@ -408,6 +408,24 @@ def test_without_ncu_the_byte_count_says_it_was_not_taken_and_the_speed_bar_stan
     assert ok and lines[0].startswith("(Bytes not counted: Nsight Compute (ncu) is not installed")
 
 
+def test_a_byte_count_that_fails_fails_the_check_and_says_why(monkeypatch):
+    from course_lib.exercises.kernel import checker
+    from course_lib.measure import profiler
+
+    def timed_out(*a, **k):
+        raise profiler.ProfilerUnavailable("ncu did not finish within 180 s")
+
+    monkeypatch.setattr(checker, "counted_bytes", timed_out)
+    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+    assert not ok and "The byte count failed: ncu did not finish" in lines[0]
+    monkeypatch.undo()
+    monkeypatch.setattr(profiler, "ncu_command", lambda *a, **k: ["ncu"])
+    monkeypatch.setattr(profiler, "run_ncu", lambda *a, **k: [profiler.KernelProfile(
+        1, "decode_gqa", "", "", {catalog.GROUPED_DECODE.traffic.metric: "n/a"})])
+    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+    assert not ok and "ncu reported 'n/a'" in lines[0]
+
+
 def test_the_checker_counts_bytes_only_for_a_kernel_whose_results_are_right(monkeypatch):
     from course_lib.exercises.kernel import checker
 

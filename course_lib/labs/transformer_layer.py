@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec, slug
+from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, detect, gpu_spec, slug
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
@@ -449,7 +449,7 @@ def gemm_calibration() -> dict[str, float] | None:
         ladder = experiments.replay("hopper.ladder", resolved, slug(detect().name))
     except NotRecorded:
         ladder = experiments.replay("hopper.ladder", resolved, "h200")
-    return hopper_gemm.seconds_per_tile_k_block(ladder, sm_count=detect().sm_count)
+    return hopper_gemm.seconds_per_tile_k_block(ladder, sm_count=ladder.machine["sm_count"])
 
 
 def _course_gemm(layer: _Layer, name: str, per_tile_k_block: dict[str, float] | None):
@@ -470,8 +470,9 @@ def _course_gemm(layer: _Layer, name: str, per_tile_k_block: dict[str, float] | 
     a_bits, w_bits = bf16_bits(a), bf16_bits(w)
     c_bits = hopper_gemm.nan_output(phase.rows, w.shape[0])
     m, n, sms = phase.rows, w.shape[0], detect().sm_count
-    plan = hopper_gemm.dispatch(m, n, k, per_tile_k_block, sm_count=sms)
-    return (plan, hopper_gemm.predicted_seconds(plan, m, n, k, per_tile_k_block, sms), lambda: hopper_gemm.run_plan(plan, a_bits, w_bits, c_bits), c_bits,
+    gpu = slug(detect().name) if slug(detect().name) in SPECS else "h200"   # split-K's HBM term: this GPU's datasheet
+    plan = hopper_gemm.dispatch(m, n, k, per_tile_k_block, sm_count=sms, gpu=gpu)
+    return (plan, hopper_gemm.predicted_seconds(plan, m, n, k, per_tile_k_block, sms, gpu), lambda: hopper_gemm.run_plan(plan, a_bits, w_bits, c_bits), c_bits,
             torch.nn.functional.linear(a, w), lambda: torch.nn.functional.linear(a, w))
 
 

@@ -414,9 +414,9 @@ def predicted_seconds(plan: Plan, m: int, n: int, k: int, per_tile_k_block: dict
 
 
 def dispatch(m: int, n: int, k: int, per_tile_k_block: dict[str, float], plans: list[Plan] | None = None,
-             sm_count: int = 132) -> Plan:
+             sm_count: int = 132, gpu: str = "h200") -> Plan:
     """The plan the SM-round model predicts fastest at M × N × K (default: the sweep's plans)."""
-    return min(plans or sweep_plans(k), key=lambda p: predicted_seconds(p, m, n, k, per_tile_k_block, sm_count))
+    return min(plans or sweep_plans(k), key=lambda p: predicted_seconds(p, m, n, k, per_tile_k_block, sm_count, gpu))
 
 
 def operands(m: int, n: int, k: int, seed: int):

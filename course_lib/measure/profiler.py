@@ -33,6 +33,10 @@ class ProfilerUnavailable(RuntimeError):
     """Nsight Compute cannot profile here; the message says why and what to do."""
 
 
+class CountersUnavailable(ProfilerUnavailable):
+    """This machine cannot count at all: no ncu, or the GPU's counters closed to this user (not a failed run)."""
+
+
 @dataclass
 class KernelProfile:
     launch_id: int
@@ -99,7 +103,7 @@ def ncu_command(metrics: list[str], kernel_regex: str | None = None, launch_coun
     """ncu's options for ``metrics`` of the launches matching ``kernel_regex``: the profiled program follows."""
     exe = ncu_path()
     if exe is None:
-        raise ProfilerUnavailable("Nsight Compute (ncu) is not installed or not on PATH; "
+        raise CountersUnavailable("Nsight Compute (ncu) is not installed or not on PATH; "
                                   "it ships with the CUDA toolkit")
     cmd = [exe, "--csv", "--clock-control", "none", "--print-units", "base", "--metrics", ",".join(metrics)]
     if kernel_regex:
@@ -118,7 +122,7 @@ def run_ncu(cmd: list[str], timeout_s: int) -> list[KernelProfile]:
         raise ProfilerUnavailable(f"ncu did not finish within {timeout_s} s") from None
     text = proc.stdout + proc.stderr
     if "ERR_NVGPUCTRPERM" in text:
-        raise ProfilerUnavailable(_PERMISSION_HINT)
+        raise CountersUnavailable(_PERMISSION_HINT)
     profiles = parse_csv(proc.stdout)
     if proc.returncode != 0 or not profiles:
         tail = "\n".join(text.strip().splitlines()[-15:])

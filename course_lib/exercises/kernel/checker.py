@@ -187,9 +187,13 @@ def slowdown(timing: dict) -> float | None:
     return ratio
 
 
+COUNTERS_CLOSED = ("the GPU's performance counters are closed to this user (ERR_NVGPUCTRPERM; on your own machine, run "
+                   "as root or set the driver option NVreg_RestrictProfilingToAdminUsers=0)")
+
+
 def counted_bytes(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> float:
-    """The exercise's traffic counter, in bytes, over one launch of the cubin's kernel at the timed size
-    (``ProfilerUnavailable`` where ncu cannot count)."""
+    """The exercise's traffic counter, in bytes, over one launch of the cubin's kernel at the timed size.
+    ``CountersUnavailable`` where this machine cannot count; ``ProfilerUnavailable`` where the count failed."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
@@ -199,7 +203,10 @@ def counted_bytes(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: 
         cmd = profiler.ncu_command([ex.traffic.metric], f"^{ex.kernel}$", 1)
         profiles = profiler.run_ncu(cmd + [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec],
                                     timeout_s=int(60 + 6 * time_limit_s))
-    return 32.0 * float(profiles[0].metrics[ex.traffic.metric])
+    value = profiles[0].metrics.get(ex.traffic.metric)
+    if not isinstance(value, float):
+        raise profiler.ProfilerUnavailable(f"ncu reported {value!r} for {ex.traffic.metric}")
+    return 32.0 * value
 
 
 def traffic_lines(traffic: Traffic, measured_bytes: float) -> tuple[bool, list[str]]:
@@ -216,10 +223,16 @@ def traffic_lines(traffic: Traffic, measured_bytes: float) -> tuple[bool, list[s
 
 
 def _traffic_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> tuple[bool, list[str]]:
+    """Where this machine cannot count, the verdict says so and rests on the rest; a count that failed
+    (ncu timed out, or the kernel failed under it) fails the check, saying why."""
     try:
         measured = counted_bytes(ex, cubin, launch, time_limit_s)
+    except profiler.CountersUnavailable as why:
+        reason = COUNTERS_CLOSED if "ERR_NVGPUCTRPERM" in str(why) else str(why)
+        return True, [f"(Bytes not counted: {reason}. The results and the speed above are all that judge it here.)"]
     except profiler.ProfilerUnavailable as why:
-        return True, [f"(Bytes not counted: {why}. The speed bar above stands in for the count.)"]
+        return False, [f"  ✘ The byte count failed: {why}. Run the cell again; a kernel that fails under Nsight "
+                       "Compute's replay of it may read or write outside its arrays (run it with sanitize=True)."]
     return traffic_lines(ex.traffic, measured)
 
 
