@@ -8,6 +8,11 @@ from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import fusion
 
 CHAINS, EPI, RED, ATT = "fusion.chains", "fusion.epilogue", "fusion.reductions", "fusion.attention"
+NCU_PROBE = ("ncu on the H200, 2026-12-04, one launch of each over 2^26 floats (not recorded; dram__bytes_read.sum, "
+             "lts__t_sectors_srcunit_tex_op_read.sum x 32 B): the course's rmsnorm_reread 268.5 MB, 269.2 MB and 268.6 MB "
+             "from DRAM at 8k, 16k and 32k, and 270.3 MB asked of the L2 at 8k (414.1 MB at 32k); the probe's 32k variants "
+             "with warp 0's reduction: one block of eight float4s 268.6 MB, four chunks of two float4s at two blocks per "
+             "SM 333.1 MB, 512-thread blocks four per SM 492.3 MB; one read of the rows is 268.4 MB")
 DIAGNOSTIC = "diagnostic run on the H200, 2026-12-02 (scripts/diagnose_library_hold.py), not a recorded experiment"
 OLD_RECORD = ("the previous record of fusion.chains (recorded 2026-12-01T12:38, replaced 2026-12-02; "
               "git show b842aac~1:data/recorded/h200/fusion.chains.json): torch.compile at k = 8 257.2 µs median, "
@@ -611,7 +616,11 @@ CLAIMS = [
     Measured("528 rows (four blocks per SM) need 66 MiB, more than the H200's 60 MiB", RED,
              lambda r: (4 * r.machine["sm_count"], 4 * r.machine["sm_count"] * 32768 * FP32 / 2**20,
                         r.machine["l2_bytes"] / 2**20), [(528, 528), (66, 66), (60, 60)]),
-    Measured("whose 264 rows need 33 MiB", RED,
+    Given("The course's kernel reads 268.6 MB from DRAM at 32k, one read of the rows' 268.4 MB, as at 8k and 16k",
+          NCU_PROBE),
+    Given("the two-block chunked kernel reads 1.24 times the rows from DRAM and the four-block one 1.83 times", NCU_PROBE),
+    Given("the SMs ask the L2 for 270 MB in all, about one read", NCU_PROBE),
+    Measured("the two-block case's 264 rows need 33 MiB", RED,
              lambda r: (2 * r.machine["sm_count"], 2 * r.machine["sm_count"] * 32768 * FP32 / 2**20), [(264, 264), (33, 33)]),
     Given("without them it ran 2.7 to 21 points below itself with them at every length",
           "the same probe (H200, 2026-12-03, not recorded): with and without the L2 policies, 101.2/94.3, 101.1/89.0, "
