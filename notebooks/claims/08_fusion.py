@@ -8,6 +8,11 @@ from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import fusion
 
 CHAINS, EPI, RED, ATT = "fusion.chains", "fusion.epilogue", "fusion.reductions", "fusion.attention"
+NCU_STALLS = ("ncu on the H200, 2026-12-04, one launch each at 32k floats a row over 2^26 floats (not recorded): the "
+              "course's rmsnorm_reread 1,024 threads, 58 registers, occupancy limit 1 block, 137.6 us, "
+              "smsp__warp_issue_stalled_long_scoreboard_per_warp_active 68.8%, barrier 8.3%, sm__warps_active 44.6%; "
+              "torch.compile's triton_red_fused__fused_rms_norm_0 (static shapes) 1,024 threads, 52 registers, limit 1 "
+              "block, 126.3 us, long scoreboard 53.8%, barrier 13.9%, lg throttle 10.5%, warps active 38.5%")
 NCU_PROBE = ("ncu on the H200, 2026-12-04, one launch of each over 2^26 floats (not recorded; dram__bytes_read.sum, "
              "lts__t_sectors_srcunit_tex_op_read.sum x 32 B): the course's rmsnorm_reread 268.5 MB, 269.2 MB and 268.6 MB "
              "from DRAM at 8k, 16k and 32k, and 270.3 MB asked of the L2 at 8k (414.1 MB at 32k); the probe's 32k variants "
@@ -619,6 +624,10 @@ CLAIMS = [
     Given("The course's kernel reads 268.6 MB from DRAM at 32k, one read of the rows' 268.4 MB, as at 8k and 16k",
           NCU_PROBE),
     Given("the two-block chunked kernel reads 1.24 times the rows from DRAM and the four-block one 1.83 times", NCU_PROBE),
+    Given("Inductor's 32k kernel is one 1,024-thread block per SM too (52 registers a thread), and under ncu it took 126.3 "
+          "µs where the course's took 137.6 µs", NCU_STALLS),
+    Given("a warp of the course's kernel stalls on its loads (long scoreboard) in 69% of its cycles, one of Inductor's in "
+          "54%", NCU_STALLS),
     Given("the SMs ask the L2 for 270 MB in all, about one read", NCU_PROBE),
     Measured("the two-block case's 264 rows need 33 MiB", RED,
              lambda r: (2 * r.machine["sm_count"], 2 * r.machine["sm_count"] * 32768 * FP32 / 2**20), [(264, 264), (33, 33)]),
