@@ -76,3 +76,31 @@ def test_compute_bound_batch_exercise():
         assert not ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, wrong).correct
     with pytest.raises(ValueError, match="not a GEMM"):
         ex.compute_bound_batch("Llama 3 8B", "RoPE on Q and K", 4096)
+
+
+LAYER_GEMMS = {"Q, K, V projection": (6144, 4096), "output projection": (4096, 4096),
+               "gate and up projections": (28672, 4096), "down projection": (4096, 14336)}
+
+
+def test_the_layers_gemm_plans_are_the_dispatchs_picks_on_the_recorded_ladder():
+    """The plan each projection ran (layer.ops) is the one the SM-round model picks at its shape, calibrated on the
+    recorded hopper.ladder: rung 7 at prefill, split-K or rung 5 at decode, as notebook 12 says."""
+    from course_lib.launch import hopper_gemm
+    from course_lib.measure import experiments
+
+    ladder = experiments.replay("hopper.ladder", experiments.resolve_params("hopper.ladder"), "h200")
+    per = hopper_gemm.seconds_per_tile_k_block(ladder, sm_count=ladder.machine["sm_count"])
+    ops = experiments.replay("layer.ops", experiments.resolve_params("layer.ops"), "h200")
+    seen = {}
+    for c in ops.cases:
+        if not c.params["plan"].startswith("course GEMM"):
+            continue
+        n, k = LAYER_GEMMS[c.params["op"]]
+        m = c.params["batch"] * c.params["tokens"]
+        plan = hopper_gemm.dispatch(m, n, k, per, sm_count=ops.machine["sm_count"])
+        assert c.extra["dispatch"] == plan.label and f"({plan.label}," in c.params["plan"], (c.name, plan.label)
+        assert c.extra["dispatch_model_s"] == pytest.approx(hopper_gemm.predicted_seconds(plan, m, n, k, per), rel=1e-9)
+        assert c.check["passed"], c.name
+        seen[c.params["phase"], c.params["op"]] = plan.label
+    assert {seen["prefill", op] for op in LAYER_GEMMS} == {"rung 7"}
+    assert [seen["decode", op] for op in LAYER_GEMMS] == ["split-K ×8", "split-K ×4", "rung 5", "split-K ×4"]

@@ -1,0 +1,221 @@
+"""The probes behind notebook 08's account of the re-read RMSNorm (rmsnorm_reread), kept so that the figures
+08 quotes as "a probe, not in the record" can be measured again. On a GPU:
+
+    python scripts/probe_rmsnorm_reread.py time
+        Variants of the kernel (below: its plan, with its choices as macros) timed call by call in turn beside the
+        copy kernel and a static-shape torch.compile, as % of the copy, over 2^26 floats: the 8k reduction,
+        launch-bound and per-load-policy variants, and the 32k chunked and many-blocks variants.
+
+    ncu --csv --print-units base --clock-control none \
+        --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,launch__registers_per_thread,\
+smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct \
+        -k regex:"probe|rmsnorm_reread|triton" python scripts/probe_rmsnorm_reread.py launch WHAT N
+        One launch for Nsight Compute at rows of N floats. WHAT: course (the course's rmsnorm_reread),
+        inductor (torch.compile's RMSNorm, static shapes; launched twice, profile the last), or a variant's
+        macros, e.g. "VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1".
+
+Macros: VECS float4 a thread a chunk, CHUNKS chunks (a loop), T threads, BT/BM __launch_bounds__ (BM = 0: none),
+RED 0 every thread adds the 32 partials (block_all_reduce's way) or 1 warp 0 adds them (block_sum's), POL 1 an
+L2 policy created at each load.
+"""
+import sys
+
+import numpy as np
+
+from course_lib.core import cuda
+
+SRC = r'''
+#ifndef VECS
+#define VECS 2
+#endif
+#ifndef BT
+#define BT 1024
+#endif
+#ifndef BM
+#define BM 2
+#endif
+#ifndef RED
+#define RED 0
+#endif
+#ifndef POL
+#define POL 0
+#endif
+#ifndef CHUNKS
+#define CHUNKS 1
+#endif
+#if BM > 0
+#define BOUNDS __launch_bounds__(BT, BM)
+#else
+#define BOUNDS
+#endif
+template <bool KEEP> __device__ __forceinline__ unsigned long long pol() {
+  unsigned long long p;
+  if constexpr (KEEP) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+template <bool KEEP> __device__ __forceinline__ float4 ld(const float* p, unsigned long long q) {
+  float4 v;
+  if constexpr (KEEP) asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;" : "=f"(v.x),"=f"(v.y),"=f"(v.z),"=f"(v.w) : "l"(p), "l"(q));
+  else asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;" : "=f"(v.x),"=f"(v.y),"=f"(v.z),"=f"(v.w) : "l"(p), "l"(q));
+  return v;
+}
+__device__ __forceinline__ float reduce(float v, float* s) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int o = 16; o; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+#if RED == 0
+  __syncthreads();
+  if (lane == 0) s[warp] = v;
+  __syncthreads();
+  v = s[0];
+  for (int w = 1; w < warps; ++w) v += s[w];
+  return v;
+#else
+  if (lane == 0) s[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? s[lane] : 0.f;
+    for (int o = 16; o; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) s[32] = v;
+  }
+  __syncthreads();
+  return s[32];
+#endif
+}
+extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __restrict__ in, const float* __restrict__ w, int n, float eps) {
+  __shared__ float s[33];
+  const float* x = in + (size_t)blockIdx.x * n; float* y = out + (size_t)blockIdx.x * n;
+  float sq = 0.f;
+  {
+#if POL == 0
+    const unsigned long long k = pol<true>();
+#endif
+#pragma unroll 1
+    for (int c = 0; c < CHUNKS; ++c) {
+    float4 v[VECS];
+#pragma unroll
+    for (int j = 0; j < VECS; ++j) {
+#if POL == 1
+      const unsigned long long k = pol<true>();
+#endif
+      const int e = 4 * ((c * VECS + j) * blockDim.x + threadIdx.x);
+      v[j] = e < n ? ld<true>(x + e, k) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < VECS; ++j) sq += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+  }
+  const float r = rsqrtf(reduce(sq, s) / n + eps);
+#if POL == 0
+  const unsigned long long d = pol<false>();
+#endif
+#pragma unroll 1
+  for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+#if POL == 1
+    const unsigned long long d = pol<false>();
+#endif
+    const int e = 4 * ((c * VECS + j) * blockDim.x + threadIdx.x);
+    if (e < n) {
+      const float4 v = ld<false>(x + e, d), g = *reinterpret_cast<const float4*>(w + e);
+      *reinterpret_cast<float4*>(y + e) = make_float4(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w);
+    }
+  }
+}
+'''
+ELEMENTS = 1 << 26
+TIMED = {
+    8192: [dict(VECS=2, T=1024, BT=1024, BM=2), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1),
+           dict(VECS=2, T=1024, BM=0), dict(VECS=2, T=1024, BT=1024, BM=2, POL=1),
+           dict(VECS=4, T=512, BT=512, BM=4, RED=1)],
+    16384: [dict(VECS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=2, CHUNKS=2, T=1024, BT=1024, BM=2, RED=1)],
+    32768: [dict(VECS=8, T=1024, BT=1024, BM=1), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1),
+            dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=4, CHUNKS=4, T=512, BT=512, BM=4, RED=1)],
+}
+
+
+def build(macros: dict):
+    """The variant kernel and its threads per block."""
+    import cupy
+
+    macros = dict(macros)
+    threads = macros.pop("T")
+    options = tuple(f"-D{k}={v}" for k, v in macros.items()) + (f"--gpu-architecture={cuda.target_arch()}", "-std=c++17")
+    return cupy.RawModule(code=SRC, options=options).get_function("probe"), threads
+
+
+def operands(n: int):
+    import cupy
+
+    rows = ELEMENTS // n
+    x = cupy.random.default_rng(n).standard_normal((rows, n), dtype=cupy.float32)
+    w = cupy.random.default_rng(1).random(n, dtype=cupy.float32) + 0.5
+    return x, w, cupy.empty_like(x)
+
+
+def variant_call(macros: dict, x, w, out):
+    fn, threads = build(macros)
+    rows, n = x.shape
+    return lambda: fn((rows,), (threads,), (out, x, w, np.int32(n), np.float32(1e-6)))
+
+
+def inductor_call(x, w):
+    import torch
+
+    tx, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t, g: torch.nn.functional.rms_norm(t, (t.shape[-1],), g, eps=1e-6), dynamic=False)
+    compiled(tx, tw)
+    return lambda: compiled(tx, tw)
+
+
+def time_variants() -> None:
+    import cupy
+
+    from course_lib.core.timing import benchmark_interleaved
+    from course_lib.launch.elementwise import geometry
+
+    copy = cuda.kernel("elementwise", "copy_vec4")
+    for n, variants in TIMED.items():
+        x, w, out = operands(n)
+        xd = x.astype(cupy.float64)
+        want = xd / cupy.sqrt((xd ** 2).mean(1, keepdims=True) + 1e-6) * w
+        grid, block = geometry("copy_vec4", x.size)
+        calls = {"copy": lambda: copy(grid, block, (out, x, np.int64(x.size))), "torch.compile": inductor_call(x, w)}
+        for v in variants:
+            call = variant_call(v, x, w, out)
+            out.fill(np.nan)
+            call()
+            err = float(cupy.abs(out - want).max())
+            if not err < 1e-4:
+                raise AssertionError(f"variant {v} at n = {n} is wrong by {err:.3g}")
+            calls[str(v)] = call
+        times = benchmark_interleaved(list(calls.values()), 20)
+        for label, t in zip(calls, times):
+            print(f"n={n:6d} {100 * times[0].median_s / t.median_s:6.1f}% of the copy  {t.median_s * 1e6:8.1f} us  {label}")
+
+
+def launch_once(what: str, n: int) -> None:
+    import cupy
+
+    from course_lib.launch.fusion import RowPlan, run_rmsnorm
+
+    x, w, out = operands(n)
+    if what == "course":
+        run_rmsnorm(out, x, w, RowPlan.REREAD)
+    elif what == "inductor":
+        inductor_call(x, w)()
+    else:
+        macros = dict(item.split("=") for item in what.replace(" ", "").split(","))
+        variant_call({k: int(v) for k, v in macros.items()}, x, w, out)()
+    cupy.cuda.Device().synchronize()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["time"]:
+        time_variants()
+    elif sys.argv[1:2] == ["launch"] and len(sys.argv) == 4:
+        launch_once(sys.argv[2], int(sys.argv[3]))
+    else:
+        sys.exit(__doc__)
