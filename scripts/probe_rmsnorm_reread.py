@@ -48,18 +48,7 @@ SRC = r'''
 #else
 #define BOUNDS
 #endif
-template <bool KEEP> __device__ __forceinline__ unsigned long long pol() {
-  unsigned long long p;
-  if constexpr (KEEP) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-template <bool KEEP> __device__ __forceinline__ float4 ld(const float* p, unsigned long long q) {
-  float4 v;
-  if constexpr (KEEP) asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;" : "=f"(v.x),"=f"(v.y),"=f"(v.z),"=f"(v.w) : "l"(p), "l"(q));
-  else asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;" : "=f"(v.x),"=f"(v.y),"=f"(v.z),"=f"(v.w) : "l"(p), "l"(q));
-  return v;
-}
+#include "l2_hints.cuh"   // l2_policy<KEEP>, load4_hinted<KEEP>: the course kernel's own hinted loads
 __device__ __forceinline__ float reduce(float v, float* s) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int o = 16; o; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -82,13 +71,14 @@ __device__ __forceinline__ float reduce(float v, float* s) {
   return s[32];
 #endif
 }
-extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __restrict__ in, const float* __restrict__ w, int n, float eps) {
+extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __restrict__ in,
+                                       const float* __restrict__ w, int n, float eps) {
   __shared__ float s[33];
   const float* x = in + (size_t)blockIdx.x * n; float* y = out + (size_t)blockIdx.x * n;
   float sq = 0.f;
   {
 #if POL == 0
-    const unsigned long long k = pol<true>();
+    const unsigned long long k = l2_policy<true>();
 #endif
 #pragma unroll 1
     for (int c = 0; c < CHUNKS; ++c) {
@@ -96,10 +86,10 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
 #pragma unroll
     for (int j = 0; j < VECS; ++j) {
 #if POL == 1
-      const unsigned long long k = pol<true>();
+      const unsigned long long k = l2_policy<true>();
 #endif
       const int e = 4 * ((c * VECS + j) * blockDim.x + threadIdx.x);
-      v[j] = e < n ? ld<true>(x + e, k) : make_float4(0, 0, 0, 0);
+      v[j] = e < n ? load4_hinted<true>(x + e, k) : make_float4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int j = 0; j < VECS; ++j) sq += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
@@ -107,18 +97,18 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
   }
   const float r = rsqrtf(reduce(sq, s) / n + eps);
 #if POL == 0
-  const unsigned long long d = pol<false>();
+  const unsigned long long d = l2_policy<false>();
 #endif
 #pragma unroll 1
   for (int c = 0; c < CHUNKS; ++c)
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
 #if POL == 1
-    const unsigned long long d = pol<false>();
+    const unsigned long long d = l2_policy<false>();
 #endif
     const int e = 4 * ((c * VECS + j) * blockDim.x + threadIdx.x);
     if (e < n) {
-      const float4 v = ld<false>(x + e, d), g = *reinterpret_cast<const float4*>(w + e);
+      const float4 v = load4_hinted<false>(x + e, d), g = *reinterpret_cast<const float4*>(w + e);
       *reinterpret_cast<float4*>(y + e) = make_float4(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w);
     }
   }
@@ -141,8 +131,10 @@ def build(macros: dict):
 
     macros = dict(macros)
     threads = macros.pop("T")
-    options = tuple(f"-D{k}={v}" for k, v in macros.items()) + (f"--gpu-architecture={cuda.target_arch()}", "-std=c++17")
-    return cupy.RawModule(code=SRC, options=options).get_function("probe"), threads
+    options = (tuple(f"-D{k}={v}" for k, v in macros.items())
+               + (f"--gpu-architecture={cuda.target_arch()}", "-std=c++17"))
+    code = cuda.paste_headers(SRC, "probe_rmsnorm_reread")
+    return cupy.RawModule(code=code, options=options).get_function("probe"), threads
 
 
 def operands(n: int):
@@ -193,7 +185,8 @@ def time_variants() -> None:
             calls[str(v)] = call
         times = benchmark_interleaved(list(calls.values()), 20)
         for label, t in zip(calls, times):
-            print(f"n={n:6d} {100 * times[0].median_s / t.median_s:6.1f}% of the copy  {t.median_s * 1e6:8.1f} us  {label}")
+            share = 100 * times[0].median_s / t.median_s
+            print(f"n={n:6d} {share:6.1f}% of the copy  {t.median_s * 1e6:8.1f} us  {label}")
 
 
 def launch_once(what: str, n: int) -> None:

@@ -343,36 +343,8 @@ extern "C" __global__ __launch_bounds__(1024) void rmsnorm_one_pass(float* __res
 #define REREAD_VECS 2   // float4 slots a thread of rmsnorm_reread reads, twice: rows up to 4 * REREAD_VECS * threads
 #endif
 
-// L2 eviction policies for the two reads of a row: the first asks the caches to keep its lines (L2
-// evict_last), the second to let them go first (evict_first), so that a row read once stays until it is
-// read again while rows already done make room (torch.compile's RMSNorm loads the same way).
-// KEEP: L2 evict_last, else evict_first. Below sm_80 (no cache-eviction policies) the reads are plain loads.
-template <bool KEEP>
-__device__ __forceinline__ unsigned long long l2_policy() {
-    unsigned long long policy = 0;
-#if __CUDA_ARCH__ >= 800
-    if constexpr (KEEP)
-        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    else
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-#endif
-    return policy;
-}
-template <bool KEEP>
-__device__ __forceinline__ float4 load4_hinted(const float* p, unsigned long long policy) {
-#if __CUDA_ARCH__ >= 800
-    float4 v;
-    if constexpr (KEEP)
-        asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
-    else
-        asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
-    return v;
-#else
-    return *reinterpret_cast<const float4*>(p);
-#endif
-}
+#include "l2_hints.cuh"   // l2_policy<KEEP>, load4_hinted<KEEP>: the two reads' L2 eviction hints
+
 // Slot j of this thread (thread_slot's layout) as a float4, 0 past n. Rows of n % 4 == 0 floats move as
 // hinted float4 loads. Another row starts at in + row * n, not 16-byte aligned, so no float4 load is
 // possible: it is read element by element, without hints (no timed case has such rows).
