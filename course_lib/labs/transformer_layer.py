@@ -10,14 +10,15 @@
   expanded by ``repeat_interleave``; one read of the cache as the floor. ncu counts the bytes.
 * ``layer.ops``: every op of the layer at prefill and at decode in PyTorch (cuBLAS, SDPA with its
   kernel named, eager elementwise ops) and, on a Hopper GPU, the course's GEMM for the four projections
-  (the plan notebook 10's dispatch picks for each shape: a rung, or split-K) and its decode attention; then the layer end to end:
+  (the plan notebook 10's dispatch picks for each shape: a rung, or split-K) and its decode attention; then
+  the layer end to end:
   eager, as one CUDA graph, and through ``torch.compile``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, detect, gpu_spec, slug
+from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec, slug
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
@@ -455,7 +456,8 @@ def gemm_calibration() -> dict[str, float] | None:
 def _course_gemm(layer: _Layer, name: str, per_tile_k_block: dict[str, float] | None):
     """The course's GEMM for one projection, as notebook 10's dispatch picks it for the shape (a rung, or
     split-K where the output tiles cannot fill the SMs): (plan, the model's time for it, call, output,
-    reference, PyTorch's call), or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's [out, in] weight."""
+    reference, PyTorch's call), or None off Hopper. y = x·Wᵀ with x the op's input and W torch.nn.Linear's
+    [out, in] weight."""
     import torch
 
     if per_tile_k_block is None:
@@ -469,10 +471,12 @@ def _course_gemm(layer: _Layer, name: str, per_tile_k_block: dict[str, float] | 
     a = (torch.randn(phase.rows, k, device="cuda") * 0.5).to(torch.bfloat16)
     a_bits, w_bits = bf16_bits(a), bf16_bits(w)
     c_bits = hopper_gemm.nan_output(phase.rows, w.shape[0])
-    m, n, sms = phase.rows, w.shape[0], detect().sm_count
-    gpu = slug(detect().name) if slug(detect().name) in SPECS else "h200"   # split-K's HBM term: this GPU's datasheet
+    info = detect()
+    m, n, sms = phase.rows, w.shape[0], info.sm_count
+    gpu = info.name if info.spec is not None else "h200"   # split-K's HBM term: this GPU's datasheet, if listed
     plan = hopper_gemm.dispatch(m, n, k, per_tile_k_block, sm_count=sms, gpu=gpu)
-    return (plan, hopper_gemm.predicted_seconds(plan, m, n, k, per_tile_k_block, sms, gpu), lambda: hopper_gemm.run_plan(plan, a_bits, w_bits, c_bits), c_bits,
+    return (plan, hopper_gemm.predicted_seconds(plan, m, n, k, per_tile_k_block, sms, gpu),
+            lambda: hopper_gemm.run_plan(plan, a_bits, w_bits, c_bits), c_bits,
             torch.nn.functional.linear(a, w), lambda: torch.nn.functional.linear(a, w))
 
 

@@ -7,9 +7,9 @@ the check names at its sizes, print one JSON line.
 With ``reference_cubin`` (the exercise's hidden reference solution), once the learner's kernel has
 passed every size and been timed, the same cases function runs the reference at the last size and
 its time joins the learner's (``timing["reference_us"]``, and the course kernel's time in that run): the
-bar a correct kernel's speed is held to. With ``"profile": true`` it launches the kernel once at the timed
-size through the cases function's ``profile`` and prints nothing more: the checker runs it under ncu. The learner's result is printed first, so a reference that
-fails or runs out of time leaves it standing.
+bar a correct kernel's speed is held to. The learner's result is printed first, so a reference that
+fails or runs out of time leaves it standing. With ``"profile": true`` it launches the kernel once at the
+timed size through the cases function's ``profile`` and prints nothing more: the checker runs it under ncu.
 
 ``cases`` is where the exercise's own cases function lives (``KernelExercise.live``, or a
 fix-the-kernel check's), so the runner holds no table of exercises. It runs apart from the notebook
