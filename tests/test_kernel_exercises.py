@@ -390,7 +390,7 @@ def test_a_correct_kernel_slower_than_the_bar_against_the_reference_is_not_yet_c
 
 
 def test_the_decode_byte_count_rejects_the_cache_read_once_per_query_head_and_passes_it_read_once():
-    traffic = catalog.GROUPED_DECODE.traffic
+    traffic = catalog.GROUPED_DECODE.counts[0]
     assert traffic.model_bytes == 2 * 32 * 8 * 2048 * 128 * 2   # K and V of 32 sequences x 8 KV heads x 2,048 tokens
     ok, lines = ke.traffic_lines(traffic, 4.0 * traffic.model_bytes)   # the starter's count: 4 query heads, 4 reads
     assert not ok and "✘" in lines[0] and "4.00×" in lines[0] and "not yet what this exercise asks" in lines[1]
@@ -404,8 +404,8 @@ def test_without_ncu_the_byte_count_says_it_was_not_taken_and_the_speed_bar_stan
     from course_lib.measure import profiler
 
     monkeypatch.setattr(profiler, "ncu_path", lambda: None)
-    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
-    assert ok and lines[0].startswith("(Bytes not counted: Nsight Compute (ncu) is not installed")
+    ok, lines = checker._counts_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+    assert ok is None and lines[0].startswith("(Not counted: Nsight Compute (ncu) is not installed")
 
 
 def test_a_byte_count_that_fails_fails_the_check_and_says_why(monkeypatch):
@@ -415,14 +415,14 @@ def test_a_byte_count_that_fails_fails_the_check_and_says_why(monkeypatch):
     def timed_out(*a, **k):
         raise profiler.ProfilerUnavailable("ncu did not finish within 180 s")
 
-    monkeypatch.setattr(checker, "counted_bytes", timed_out)
-    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
-    assert not ok and "The byte count failed: ncu did not finish" in lines[0]
+    monkeypatch.setattr(checker, "counted_values", timed_out)
+    ok, lines = checker._counts_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+    assert not ok and "The count failed: ncu did not finish" in lines[0]
     monkeypatch.undo()
     monkeypatch.setattr(profiler, "ncu_command", lambda *a, **k: ["ncu"])
     monkeypatch.setattr(profiler, "run_ncu", lambda *a, **k: [profiler.KernelProfile(
-        1, "decode_gqa", "", "", {catalog.GROUPED_DECODE.traffic.metric: "n/a"})])
-    ok, lines = checker._traffic_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
+        1, "decode_gqa", "", "", {catalog.GROUPED_DECODE.counts[0].metric: "n/a"})])
+    ok, lines = checker._counts_verdict(catalog.GROUPED_DECODE, b"", {}, 20)
     assert not ok and "ncu reported 'n/a'" in lines[0]
 
 
@@ -430,11 +430,11 @@ def test_the_checker_counts_bytes_only_for_a_kernel_whose_results_are_right(monk
     from course_lib.exercises.kernel import checker
 
     counted = []
-    monkeypatch.setattr(checker, "_traffic_verdict", lambda *a: counted.append(a) or (True, []))
+    monkeypatch.setattr(checker, "_counts_verdict", lambda *a: counted.append(a) or (True, []))
     for passed in (False, True):
         monkeypatch.setattr(checker, "run_child", lambda *a, passed=passed, **k: {
             "cases": [{"size": s, "passed": passed, "first_wrong": None if passed else "index 0"} for s in a[2]]})
-        checker.check("grouped_decode", catalog.GROUPED_DECODE.solution, live=True)
+        checker.check("grouped_decode", catalog.GROUPED_DECODE.solution, live=True, sanitize=False)
     assert len(counted) == 1
 
 
@@ -449,7 +449,7 @@ def test_the_checker_hands_the_child_the_reference_solution_and_its_own_launch(m
 
     monkeypatch.setattr(checker, "run_child", fake_child)
     ex = catalog.MYSTERY
-    checker.check(ex.name, ex.solution, live=True)
+    checker.check(ex.name, ex.solution, live=True, sanitize=False)
     assert seen["kernel"] == ex.kernel and isinstance(seen["reference"], bytes) and seen["reference"]
     assert seen["reference_launch"] == ex.launch(ex.solution)
 
@@ -512,3 +512,126 @@ def test_the_bar_cancels_a_clock_drift_between_the_two_runs_and_a_reference_out_
 def test_every_reference_solutions_launch_parses(name):
     ex = ke.exercise(name)
     assert ex.launch(ex.solution) is not None
+
+
+# ---- the checker's default memory and race checks, and its counts of the compiled kernel
+
+def _passing_child(calls):
+    """A stand-in child process: every case right, a clean sanitizer; ``calls`` gets (tool, sizes)."""
+    def child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None):
+        calls.append((tool, tuple(sizes)))
+        return {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes], "returncode": 0}
+    return child
+
+
+def test_a_kernel_that_passed_everything_runs_under_the_sanitizer_by_default_at_the_small_sizes(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    calls = []
+    monkeypatch.setattr(checker, "run_child", _passing_child(calls))
+    verdict = checker.check("transpose_tile", catalog.TRANSPOSE.solution, live=True)
+    tools = [(tool, sizes) for tool, sizes in calls if tool]
+    # the tile kernel has shared memory and a barrier in its SASS: all three tools, each on the three smallest sizes
+    assert tools == [(t, catalog.TRANSPOSE.sanitize_sizes) for t in ("memcheck", "racecheck", "synccheck")], calls
+    assert "✔ compute-sanitizer racecheck at n = 1, 31, 32: no errors." in verdict and verdict.correct, verdict
+    calls.clear()
+    checker.check("scale_grid_stride", catalog.SCALE.solution, live=True)
+    assert [t for t, _ in calls if t] == ["memcheck"]   # no shared memory, no barrier: memcheck alone
+
+
+def test_the_sanitizer_runs_only_once_everything_else_passed_and_its_errors_fail_the_kernel(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    calls = []
+
+    def wrong_child(live, kernel, sizes, cubin, limit, tool, time_it, launch, **k):
+        calls.append(tool)
+        return {"cases": [{"size": s, "passed": False, "first_wrong": "index 0"} for s in sizes]}
+
+    monkeypatch.setattr(checker, "run_child", wrong_child)
+    assert not checker.check("scale_grid_stride", catalog.SCALE.solution, live=True).correct
+    assert calls == [None]   # the results were wrong: no sanitizer run
+
+    def racy_child(live, kernel, sizes, cubin, limit, tool, time_it, launch, **k):
+        out = {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes], "returncode": 0}
+        if tool == "racecheck":
+            out.update(returncode=86, sanitizer_lines=["========= Error: Race reported between Write access"])
+        return out
+
+    monkeypatch.setattr(checker, "run_child", racy_child)
+    verdict = checker.check("transpose_tile", catalog.TRANSPOSE.solution, live=True)
+    assert not verdict.correct and "✘ compute-sanitizer racecheck" in verdict and "Race reported" in verdict
+
+
+def test_without_compute_sanitizer_the_default_check_says_so_and_an_asked_for_one_fails(monkeypatch):
+    from course_lib.exercises.kernel import checker
+
+    def child(live, kernel, sizes, cubin, limit, tool, time_it, launch, **k):
+        if tool:
+            return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
+        return {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes]}
+
+    monkeypatch.setattr(checker, "run_child", child)
+    default = checker.check("scale_grid_stride", catalog.SCALE.solution, live=True)
+    assert default.correct and "the memory and race checks were not run" in default
+    assert default.count("not on PATH") == 1
+    assert not checker.check("scale_grid_stride", catalog.SCALE.solution, live=True, sanitize=True).correct
+
+
+def test_the_sanitizer_tools_follow_the_compiled_kernel():
+    from course_lib.exercises.kernel.checker import sanitizer_tools
+
+    assert sanitizer_tools(["LDG.E R2, [R2.64]", "STG.E [R4.64], R2"]) == ("memcheck",)
+    assert sanitizer_tools(["STS [R3], R2", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDS R5, [R7]"]) == \
+        ("memcheck", "racecheck", "synccheck")
+    assert sanitizer_tools(["@P0 SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R3"]) == ("memcheck", "racecheck", "synccheck")
+    assert sanitizer_tools(None) == ("memcheck", "racecheck", "synccheck")   # no SASS: every tool
+
+
+def test_the_sector_count_rejects_lanes_a_sector_apart_and_accepts_coalesced_accesses():
+    from course_lib.exercises.kernel.checker import count_lines
+
+    use = catalog.WARP_ROW_SUMS.counts[0]
+    asked = 16384 * 4096 * 4.0
+    ok, lines = count_lines(use, {use.metrics[0]: asked, use.metrics[1]: asked / 32})
+    assert ok and lines == [lines[0]] and "100.0% of each sector" in lines[0] and "✔" in lines[0]
+    ok, lines = count_lines(use, {use.metrics[0]: asked, use.metrics[1]: 8 * asked / 32})   # 4 B used of each 32
+    assert not ok and "12.5% of each sector" in lines[0] and "not yet what this exercise asks" in lines[1]
+    assert not count_lines(use, {use.metrics[0]: asked, use.metrics[1]: asked / 32 / 0.79})[0]
+
+
+def test_live_the_sector_count_decides_what_the_launch_model_only_reads(monkeypatch):
+    """A row-per-thread launch the model calls uncoalesced, staged through shared memory so that its loads
+    are coalesced: the count passes it. Where the counters are closed, the model's finding stands."""
+    from course_lib.exercises.kernel import checker
+    from course_lib.measure import profiler
+
+    staged = catalog.WARP_ROW_SUMS.starter   # ROWS_PER_BLOCK 256: the model says uncoalesced
+    monkeypatch.setattr(checker, "run_child", _passing_child([]))
+    use = catalog.WARP_ROW_SUMS.counts[0]
+    monkeypatch.setattr(checker, "counted_values", lambda *a: {use.metrics[0]: 3.2e7, use.metrics[1]: 1e6})
+    verdict = checker.check("warp_row_sums", staged, live=True)
+    assert "✘ uncoalesced loads" in verdict and checker.MODEL_NOTE in verdict
+    assert verdict.correct and "100.0% of each sector" in verdict, verdict
+
+    def closed(*a):
+        raise profiler.CountersUnavailable("ERR_NVGPUCTRPERM")
+
+    monkeypatch.setattr(checker, "counted_values", closed)
+    verdict = checker.check("warp_row_sums", staged, live=True)
+    assert not verdict.correct and "(Not counted: the GPU's performance counters are closed" in verdict
+    assert not checker.check("warp_row_sums", staged, live=False).correct   # replay: the model is all there is
+
+
+def test_hostile_sizes_are_in_every_exercise_that_takes_them():
+    from course_lib.exercises.kernel import cases
+
+    assert any(s > 2 ** 31 for s in catalog.SCALE.sizes)                        # an int index overflows
+    assert any(c % 4 == 0 and c > 4 for c in cases.ROW_SUM_COLS.values())       # an unroll's empty remainder
+    assert any(c > 8192 for _, c in cases.MYSTERY_SHAPES)                        # a fixed 8,192-float buffer
+    assert any(cases.ROW_VALUE_SCALE.get(s, 1) < 1e-3 for s in cases.MYSTERY_SHAPES)   # ε inside the root matters
+    assert any(scale >= 10 for *_, scale in cases.FUSED_SHAPES)                  # tanh through exp overflows
+    assert any(r % 32 == 0 and c % 32 == 0 for r, c in cases.TRANSPOSE_COLS.items())
+    assert any(m % 64 == 0 and n % 64 == 0 for m, n, _ in cases.GEMM_SHAPES)
+    for ex in catalog.EXERCISES.values():
+        assert ex.sanitize_sizes == ex.sizes[:3] and len(ex.sizes) > 3

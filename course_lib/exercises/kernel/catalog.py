@@ -38,13 +38,14 @@ from course_lib.models import memory, occupancy, waves
 
 def _shape_cases(shapes: tuple[tuple[int, int], ...]) -> dict:
     """An exercise run at rows × cols shapes: the runner gets each shape's index, the learner reads the shape."""
-    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(f"{r}×{c}" for r, c in shapes)}
+    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(f"{r}×{c}" for r, c, *_ in shapes)}
 
 
 @dataclass(frozen=True)
 class Finding:
     ok: bool
     text: str
+    counted: bool = False   # a model's reading of what a count of the live kernel decides where the counters are open
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,29 @@ class Traffic:
     model_bytes: int     # what the plan the exercise teaches moves at the timed size
     model: str           # that model, in words
     max_ratio: float     # past this multiple of the model the kernel does not do what the exercise teaches
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.metric,)
+
+
+@dataclass(frozen=True)
+class SectorUse:
+    """Coalescing, counted: of the 32-byte sectors a kernel's global loads (``op`` "ld") or stores ("st") touch,
+    the share of bytes its instructions asked for, over one launch at the exercise's timed size (Nsight
+    Compute; the cases function's ``profile``). 100% when the lanes of every warp access neighbouring
+    addresses; 12.5% when each lane's 4 bytes sit in a sector of their own."""
+
+    op: str                 # "ld" or "st"
+    min_used: float = 0.8   # below this share of each sector used, the accesses are not coalesced
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (f"sm__sass_data_bytes_mem_global_op_{self.op}.sum", f"l1tex__t_sectors_pipe_lsu_mem_global_op_{self.op}.sum")
+
+    @property
+    def accesses(self) -> str:
+        return {"ld": "loads", "st": "stores"}[self.op]
 
 
 @dataclass(frozen=True)
@@ -82,7 +106,8 @@ class KernelExercise:
     max_slowdown: float = 1.25
     slow_hint: str = ("Look for work the reference does not do: a loop that visits elements more than once, loads "
                       "that are not coalesced, or a launch that leaves SMs idle.")
-    traffic: Traffic | None = None   # bytes judged by a count, where the exercise is about bytes
+    # What Nsight Compute counts of the learner's kernel, where the exercise is about bytes (Traffic) or coalescing (SectorUse)
+    counts: tuple[Traffic | SectorUse, ...] = ()
 
     @property
     def name(self) -> str:
@@ -105,8 +130,17 @@ class KernelExercise:
         """label -> source of each deliberately wrong solution."""
         return {label: self.files.source(file) for label, file in self.wrong_files.items()}
 
-    def sizes_text(self) -> str:
-        return ", ".join(self.size_labels) if self.size_labels else "n = " + ", ".join(f"{s:,}" for s in self.sizes)
+    @property
+    def sanitize_sizes(self) -> tuple[int, ...]:
+        """The sizes the default compute-sanitizer runs use: the three smallest (every exercise lists its
+        sizes smallest first), odd ones among them, so that the tools' slowdown stays inside the time limit."""
+        return self.sizes[:3]
+
+    def sizes_text(self, sizes: tuple[int, ...] | None = None) -> str:
+        sizes = self.sizes if sizes is None else sizes
+        if self.size_labels:
+            return ", ".join(self.size_labels[self.sizes.index(s)] for s in sizes)
+        return "n = " + ", ".join(f"{s:,}" for s in sizes)
 
     def static_findings(self, source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
         return list(self.static(source, res, sass))
@@ -186,16 +220,19 @@ def _uses_grid_stride(source: str, res: cuda.KernelResources, sass: list[str] | 
 SCALE = KernelExercise(
     files=ExerciseKernel("scale_grid_stride", "scale"), notebook="02_threads_warps",
     task=("Write `scale(float* y, const float* x, float a, long long n)`: y[i] = a · x[i] for every i < n. "
-          "The checker launches it with a fixed grid (4 blocks of 256 threads per SM), far fewer threads "
-          "than elements at the large sizes, so each thread must handle several elements, and none past n."),
+          "The checker launches it with a fixed grid (4 blocks of 256 threads per SM, and once a grid of 3 blocks), "
+          "far fewer threads than elements at the large sizes, so each thread must handle several elements, and "
+          "none past n. The largest n is past 2^31 elements (run where the GPU has 18 GB free)."),
     hint=("Start at the thread's global index and step by the number of threads in the whole grid, "
           "gridDim.x * blockDim.x, while the index is below n. Use long long: n can exceed 2^31."),
     wrong_files={
         "one element per thread": "wrong_one_element_per_thread",
         "off by one at the tail": "wrong_off_by_one_at_the_tail",
+        "an int index (it wraps past 2^31)": "wrong_int_index",
+        "a stride written for one grid": "wrong_stride_for_one_grid",
     },
     live=cases.scale_cases,
-    sizes=(1, 255, 257, 100_003, 1 << 24 | 5),
+    sizes=(1, 255, 257, 4096, 100_003, cases.SCALE_TIMED_SIZE, cases.SCALE_HUGE_SIZE),
     static=_uses_grid_stride,
 )
 
@@ -224,9 +261,10 @@ ROW_SUMS = KernelExercise(
     wrong_files={
         "the starter (too many registers)": "starter",
         "rows past the end": "wrong_rows_past_the_end",
+        "an unrolled loop that drops the last 4 when cols is a multiple of 4": "wrong_unroll_drops_the_last_four",
     },
     live=cases.row_sum_cases,
-    sizes=(1, 3, 255, 1001, 4099),
+    sizes=tuple(cases.ROW_SUM_COLS),
     static=_within_budget,
 )
 
@@ -277,10 +315,12 @@ TRANSPOSE = KernelExercise(
         "no padding (32-way conflicts)": "wrong_no_padding",
         "no barrier": "wrong_no_barrier",
         "no edge check on the writes": "wrong_no_edge_check_on_the_writes",
+        "writes not transposed through the tile (uncoalesced)": "wrong_uncoalesced_writes",
     },
     live=cases.transpose_cases,
-    sizes=(1, 31, 257, 1024, 3001),
+    sizes=cases.TRANSPOSE_SIZES,
     static=_transpose_tile_checks,
+    counts=(SectorUse("ld"), SectorUse("st")),
 )
 
 
@@ -344,7 +384,7 @@ def _lanes_per_row_finding(per_block: int, cols: int) -> Finding:
             f"covers {rows_hit} row{'s' if rows_hit > 1 else ''}" + (f" {cols * 4:,} B apart (at {cols:,} columns)" if rows_hit > 1 else "")
             + f": {sc.n_sectors} sectors for {sc.requested_bytes} B, {100 * sc.efficiency:.1f}% of the fetched bytes used "
             "(sector model, 4-byte loads, lane i reading element i of its row)")
-    return Finding(sc.efficiency >= 1.0, text)
+    return Finding(sc.efficiency >= 1.0, text, counted=True)
 
 
 def _target_resident_blocks(threads: int, res: cuda.KernelResources) -> int:
@@ -409,11 +449,14 @@ MYSTERY = KernelExercise(
         "one warp per row, no row guard": "wrong_no_row_guard",
         "one warp per row, the row kept in a local array": "wrong_row_in_local_array",
         "one thread per row, guarded": "wrong_one_thread_per_row_guarded",
+        "ε outside the square root": "wrong_epsilon_outside_the_root",
+        "the row in a fixed 8,192-float shared buffer": "wrong_row_in_a_fixed_shared_buffer",
     },
     live=cases.rms_norm_cases,
     **_shape_cases(MYSTERY_SHAPES),
     static=_mystery_checks,
     launch=_row_launch,
+    counts=(SectorUse("ld"),),
 )
 
 # ---- notebook 04: row sums whose loads are coalesced
@@ -445,11 +488,13 @@ WARP_ROW_SUMS = KernelExercise(
         "the starter (one thread per row)": "starter",
         "a warp per row, partial sums never combined": "wrong_partial_sums_never_combined",
         "a warp per row, no row guard": "wrong_no_row_guard",
+        "a warp per row, each lane a contiguous piece (uncoalesced)": "wrong_lane_chunks",
     },
     live=cases.warp_row_sums_cases,
     **_shape_cases(MYSTERY_SHAPES),
     static=_warp_row_sum_checks,
     launch=_row_launch,
+    counts=(SectorUse("ld"),),
 )
 
 # ---- notebook 07: a persistent grid that walks the tiles
@@ -484,12 +529,14 @@ PERSISTENT_TILES = KernelExercise(
     files=ExerciseKernel("persistent_tiles", "scale_tiles"), notebook="07_waves",
     task=("Write `scale_tiles(out, in, a, rows, cols)`: out = a · in over a rows × cols float32 matrix cut into "
           f"{TILE_EDGE} × {TILE_EDGE} tiles, launched as a persistent grid: as many blocks of 256 threads as the SMs "
-          "hold at once, however many tiles there are. Each block must loop over tiles, and the edge tiles must be masked."),
+          "hold at once, however many tiles there are (and once a grid of 3 blocks). Each block must loop over tiles, and "
+          "the edge tiles must be masked."),
     hint=("Number the tiles 0 … tiles − 1 in row-major order and let block b take tiles b, b + gridDim.x, "
           "b + 2·gridDim.x, …: the same order a persistent GEMM uses. Keep the starter's tile body."),
     wrong_files={
         "the starter (one tile per block)": "starter",
         "no edge mask": "wrong_no_edge_mask",
+        "a stride written for one grid": "wrong_stride_for_one_grid",
     },
     live=cases.scale_tiles_cases,
     **_shape_cases(TILE_SHAPES),
@@ -521,6 +568,7 @@ FUSED_EPILOGUE = KernelExercise(
     wrong_files={
         "the starter (empty fused kernel, three passes left)": "starter",
         "bias indexed by row": "wrong_bias_indexed_by_row",
+        "tanh through exp (NaN for large inputs)": "wrong_tanh_through_exp",
     },
     live=cases.fused_epilogue_cases,
     **_shape_cases(FUSED_SHAPES),
@@ -566,8 +614,8 @@ def _pipeline_checks(source: str, res: cuda.KernelResources, sass: list[str] | N
 ASYNC_PIPELINE = KernelExercise(
     files=ExerciseKernel("async_pipeline", "sum_squares"), notebook="09_async_pipelines",
     task=("Turn a synchronous sum of squares into a two-stage cp.async pipeline: one block of 256 threads per SM, "
-          "16 KiB tiles, each block copying its next tile into shared memory while it sums the current one. The "
-          "helpers for the copies are given; write the loop."),
+          "16 KiB tiles, each block copying its next tile into shared memory while it sums the current one (and once a "
+          "grid of 3 blocks). The helpers for the copies are given; write the loop."),
     hint=("Declare two 16 KiB slots. Before the loop, issue (copy and commit) the block's first tile. In the loop, "
           "issue the next tile into the other slot, then wait_copies<1>() (all but the newest group have landed), "
           "then sum the current slot. If a thread reads only what it copied itself, it needs no barrier."),
@@ -681,9 +729,9 @@ GROUPED_DECODE = KernelExercise(
     slow_hint=(f"Count the bytes: a kernel that reads the cache once per query head moves {DECODE_GROUP} times "
                "what the reference moves. Load each token's K and V rows once for the whole group."),
     # The starter's count is 4.00x this and the reference solution's 1.001x (H200, ncu 2025).
-    traffic=Traffic("lts__t_sectors_srcunit_tex_op_read.sum", "read by the SMs from L2",
+    counts=(Traffic("lts__t_sectors_srcunit_tex_op_read.sum", "read by the SMs from L2",
                     cases.decode_cache_bytes(*DECODE_TIMED_SHAPE),
-                    f"of K and V, each byte read once for its group of {DECODE_GROUP} query heads", max_ratio=1.5),
+                    f"of K and V, each byte read once for its group of {DECODE_GROUP} query heads", max_ratio=1.5),),
 )
 
 

@@ -8,14 +8,21 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
 2. ptxas's report gives the kernel's registers, shared memory and spills; the exercise's static
    checks read them and the source.
 3. Live, a child process (``python -m course_lib.exercises.kernel.runner``) loads the cubin and runs the
-   kernel at each of the exercise's sizes against a reference, then times it beside the course
-   kernel that moves the same bytes. A kernel that hangs is stopped after the time limit, one that
-   faults is reported with CUDA's error; either way the notebook's own GPU context is untouched.
-   ``sanitize=True`` then runs every size again under compute-sanitizer's memcheck and racecheck.
-4. Where the exercise is about bytes (``KernelExercise.traffic``), a kernel that passed is launched once more
-   at the timed size under Nsight Compute, and the bytes it moved are held against the exercise's model.
-   Where ncu cannot count (not installed, or the GPU's counters closed to this user), the verdict says so
-   and rests on the speed bar.
+   kernel at each of the exercise's sizes against a reference (hostile ones: one element, primes,
+   multiples and non-multiples of every width, past 2³¹ elements where the GPU has the memory, values
+   where the op is numerically hard, a second grid), then times it beside the course kernel that moves
+   the same bytes and the exercise's reference solution. A kernel that hangs is stopped after the time
+   limit, one that faults is reported with CUDA's error; either way the notebook's GPU context is untouched.
+4. Where the exercise is about bytes or coalescing (``KernelExercise.counts``), a kernel whose results are
+   right is launched once more at the timed size under Nsight Compute, and what it moved is held against
+   the exercise's model: bytes against the plan's bytes (``Traffic``), the share of each sector its
+   accesses use (``SectorUse``). A static finding that only models the same thing from the source
+   (``Finding.counted``) then gives way to the count. Where ncu cannot count (not installed, or the
+   counters closed to this user), the verdict says so and the models stand.
+5. A kernel that passed all of that runs once more under compute-sanitizer at the exercise's small sizes:
+   memcheck, and racecheck and synccheck where its SASS has shared memory or barriers, so that a race
+   or a read past an input (the inputs have no room past them in that run) fails it. ``sanitize=True``
+   runs every size under them whatever the rest found; ``sanitize=False`` leaves them out.
 
 The exercises live in ``catalog`` (re-exported here), their CUDA in ``kernels/exercises/<name>/``; each has starter code, a hint, a reference solution and
 deliberately wrong solutions, which tests pass through the same checker.
@@ -32,7 +39,7 @@ import tempfile
 from course_lib.core import cuda, runtime
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
-from course_lib.exercises.kernel.catalog import KernelExercise, Traffic, exercise
+from course_lib.exercises.kernel.catalog import KernelExercise, SectorUse, Traffic, exercise, mnemonic
 from course_lib.exercises.kernel.runner import REFERENCE, cases_address
 from course_lib.measure import profiler, sass
 
@@ -80,9 +87,6 @@ def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
         out.append(line.rstrip("\n"))
         if line.strip() in ("READY", REFERENCE):   # the kernel's limit; then the reference's, as long
             ready, deadline = True, time.monotonic() + limit_s
-
-
-SANITIZER_TOOLS = ("memcheck", "racecheck")
 
 
 def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
@@ -146,7 +150,9 @@ def _live_lines(ex: KernelExercise, run: dict, time_limit_s: float) -> tuple[boo
     lines, ok = [], True
     for case in run.get("cases", []):
         size = case["size"] if isinstance(case["size"], str) else f"n = {case['size']:,}"
-        if case["passed"]:
+        if case.get("skipped"):
+            lines.append(f"  {size}: {case['skipped']}")
+        elif case["passed"]:
             lines.append(f"  {size}: correct")
         else:
             ok = False
@@ -191,22 +197,24 @@ COUNTERS_CLOSED = ("the GPU's performance counters are closed to this user (ERR_
                    "as root or set the driver option NVreg_RestrictProfilingToAdminUsers=0)")
 
 
-def counted_bytes(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> float:
-    """The exercise's traffic counter, in bytes, over one launch of the cubin's kernel at the timed size.
-    ``CountersUnavailable`` where this machine cannot count; ``ProfilerUnavailable`` where the count failed."""
+def counted_values(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> dict[str, float]:
+    """Every counter the exercise's counts read, over one launch of the cubin's kernel at the timed size (one
+    ncu run). ``CountersUnavailable`` where this machine cannot count; ``ProfilerUnavailable`` where the count failed."""
+    metrics = list(dict.fromkeys(m for c in ex.counts for m in c.metrics))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
         spec = json.dumps({"cases": cases_address(ex.live), "kernel": ex.kernel, "cubin": path, "profile": True,
                            "launch": launch})
-        cmd = profiler.ncu_command([ex.traffic.metric], f"^{ex.kernel}$", 1)
+        cmd = profiler.ncu_command(metrics, f"^{ex.kernel}$", 1)
         profiles = profiler.run_ncu(cmd + [sys.executable, "-m", "course_lib.exercises.kernel.runner", spec],
                                     timeout_s=int(60 + 6 * time_limit_s))
-    value = profiles[0].metrics.get(ex.traffic.metric)
-    if not isinstance(value, float):
-        raise profiler.ProfilerUnavailable(f"ncu reported {value!r} for {ex.traffic.metric}")
-    return 32.0 * value
+    values = {m: profiles[0].metrics.get(m) for m in metrics}
+    for m, value in values.items():
+        if not isinstance(value, float):
+            raise profiler.ProfilerUnavailable(f"ncu reported {value!r} for {m}")
+    return values
 
 
 def traffic_lines(traffic: Traffic, measured_bytes: float) -> tuple[bool, list[str]]:
@@ -222,36 +230,83 @@ def traffic_lines(traffic: Traffic, measured_bytes: float) -> tuple[bool, list[s
     return ok, lines
 
 
-def _traffic_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> tuple[bool, list[str]]:
-    """Where this machine cannot count, the verdict says so and rests on the rest; a count that failed
-    (ncu timed out, or the kernel failed under it) fails the check, saying why."""
+def sector_lines(use: SectorUse, asked_bytes: float, sectors: float) -> tuple[bool, list[str]]:
+    """The share of each fetched sector the kernel's accesses used, against the coalescing bar."""
+    fetched = 32.0 * sectors
+    used = asked_bytes / fetched if fetched else 1.0
+    ok = used >= use.min_used
+    lines = [f"  {'✔' if ok else '✘'} Counted by Nsight Compute: the global {use.accesses} asked for "
+             f"{asked_bytes / 1e6:,.1f} MB in {sectors:,.0f} sectors of 32 B ({fetched / 1e6:,.1f} MB), so they use "
+             f"{100 * used:.1f}% of each sector they touch ({use.metrics[0].removesuffix('.sum')} over 32 × "
+             f"{use.metrics[1].removesuffix('.sum')})."]
+    if not ok:
+        lines.append(f"Right results, but not yet what this exercise asks: {use.accesses} that are coalesced use at "
+                     f"least {100 * use.min_used:g}% of each sector. Make the 32 lanes of a warp touch neighbouring "
+                     "addresses in the same instruction.")
+    return ok, lines
+
+
+def count_lines(count: Traffic | SectorUse, values: dict[str, float]) -> tuple[bool, list[str]]:
+    if isinstance(count, Traffic):
+        return traffic_lines(count, 32.0 * values[count.metric])
+    return sector_lines(count, *(values[m] for m in count.metrics))
+
+
+def _counts_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> tuple[bool | None, list[str]]:
+    """(ok, lines): the exercise's counts of the learner's kernel. ok is None where this machine cannot count (the
+    verdict then rests on the rest, the models included); a count that failed (ncu timed out, or the kernel
+    failed under it) fails the check, saying why."""
     try:
-        measured = counted_bytes(ex, cubin, launch, time_limit_s)
+        values = counted_values(ex, cubin, launch, time_limit_s)
     except profiler.CountersUnavailable as why:
         reason = COUNTERS_CLOSED if "ERR_NVGPUCTRPERM" in str(why) else str(why)
-        return True, [f"(Bytes not counted: {reason}. The results and the speed above are all that judge it here.)"]
+        return None, [f"(Not counted: {reason}. The results, the speed and the models above are all that judge it "
+                      "here.)"]
     except profiler.ProfilerUnavailable as why:
-        return False, [f"  ✘ The byte count failed: {why}. Run the cell again; a kernel that fails under Nsight "
-                       "Compute's replay of it may read or write outside its arrays (run it with sanitize=True)."]
-    return traffic_lines(ex.traffic, measured)
+        return False, [f"  ✘ The count failed: {why}. Run the cell again; a kernel that fails under Nsight "
+                       "Compute's replay of it may read or write outside its arrays."]
+    ok, lines = True, []
+    for count in ex.counts:
+        one_ok, more = count_lines(count, values)
+        ok, lines = ok and one_ok, lines + more
+    return ok, lines
 
 
-def _sanitizer_lines(tool: str, run: dict, time_limit_s: float) -> tuple[bool, list[str]]:
-    """compute-sanitizer's verdict on one more run of every size (no timing)."""
+def sanitizer_tools(listing: list[str] | None) -> tuple[str, ...]:
+    """The compute-sanitizer tools a kernel's SASS calls for: memcheck always; racecheck where it touches shared
+    memory; synccheck where it has a barrier or a warp sync (every tool where the SASS could not be read)."""
+    if listing is None:
+        return ("memcheck", "racecheck", "synccheck")
+    ops = {mnemonic(i).split(".")[0] for i in listing}
+    shared = ops & {"LDS", "STS", "ATOMS", "LDSM", "STSM", "LDGSTS", "UBLKCP", "UTMALDG", "UTMASTG", "SYNCS"}
+    barriers = ops & {"BAR", "WARPSYNC", "SYNCS"}   # BSSY/BSYNC are the compiler's own reconvergence, not a barrier
+    return ("memcheck",) + (("racecheck",) if shared else ()) + (("synccheck",) if barriers else ())
+
+
+def _sanitizer_lines(tool: str, run: dict, time_limit_s: float, sizes_text: str, required: bool) -> tuple[bool, list[str]]:
+    """compute-sanitizer's verdict on one more run of ``sizes_text`` (no timing). Where the sanitizer is not
+    installed, a run that asked for it (``required``) fails; the default run says so and passes."""
     if "sanitizer" in run:
-        return False, [run["sanitizer"]]
+        return not required, [run["sanitizer"] + ("" if required else ": the memory and race checks were not run")]
     if "hung" in run:
-        return False, [f"compute-sanitizer {tool}: did not finish in {6 * time_limit_s:g} s (it slows kernels "
-                       "down many times), so the checker stopped it; the results above come from the run without it"]
+        return False, [f"compute-sanitizer {tool} at {sizes_text}: did not finish in {6 * time_limit_s:g} s (it slows "
+                       "kernels down many times), so the checker stopped it; the results above come from the run "
+                       "without it"]
     clean = run["returncode"] == 0
-    return clean, [f"compute-sanitizer {tool}: " + ("no errors." if clean else "errors (exit status "
-                                                    f"{run['returncode']}):"),
-                   *([] if clean else [f"  {ln}" for ln in run.get("sanitizer_lines", [])])]
+    return clean, [f"  {'✔' if clean else '✘'} compute-sanitizer {tool} at {sizes_text}: "
+                   + ("no errors." if clean else f"errors (exit status {run['returncode']}):"),
+                   *([] if clean else [f"    {ln}" for ln in run.get("sanitizer_lines", [])])]
 
 
-def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+MODEL_NOTE = " [a model; the count below decides]"
+
+
+def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
           live: bool | None = None) -> Verdict:
-    """Compile, check and (live) run the learner's kernel for exercise ``name``; see the module doc."""
+    """Compile, check and (live) run the learner's kernel for exercise ``name``; see the module doc.
+    ``sanitize``: by default (None) a kernel that passed everything else runs once more under compute-sanitizer
+    at the exercise's small sizes (memcheck, and racecheck and synccheck where its SASS has shared memory or
+    barriers); True runs every size under them whatever the rest found; False leaves them out."""
 
     ex = exercise(name)
     if not source.strip():
@@ -274,15 +329,19 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
     findings = ex.static_findings(source, res, listing)
     if listing is None:
         lines.append("  (nvdisasm is not installed here: the checks that read the compiled SASS read the source instead)")
-    lines += [f"  {'✔' if f.ok else '✘'} {f.text}" for f in findings]
+    deferred = live and bool(ex.counts)   # live, a model's finding waits for the count it stands in for
+    lines += [f"  {'✔' if f.ok else '✘'} {f.text}" + (MODEL_NOTE if f.counted and deferred else "") for f in findings]
     static_ok = all(f.ok for f in findings)
+    judged_ok = all(f.ok for f in findings if not (f.counted and deferred))
+    modelled_ok = all(f.ok for f in findings if f.counted)
     if too_old:
         lines.append(too_old)
         return Verdict("\n".join(lines), False)
     if not live:
         lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
                      f"the static checks above. Not checked: its results at {ex.sizes_text()} "
-                     "against the reference, and its speed. "
+                     "against the reference, its speed, its memory accesses under compute-sanitizer"
+                     + (", and what Nsight Compute counts of it" if ex.counts else "") + ". "
                      "Open this notebook on a CUDA GPU (see the README) to run it."
                      + ("" if static_ok else f" Stuck? print(kernel_exercises.hint({name!r}))"))
         return Verdict("\n".join(lines), static_ok)
@@ -291,24 +350,30 @@ def check(name: str, source: str, sanitize: bool = False, time_limit_s: float = 
         lines.append("Not run: the checker cannot work out your launch (see the first ✘ above).")
         return Verdict("\n".join(lines), False)
     reference_cubin = None
-    if static_ok:   # only a kernel that is timed is held to the reference's speed
+    if judged_ok:   # only a kernel that is timed is held to the reference's speed
         reference_cubin, _, reference_problems = compile_exercise(ex, ex.solution, arch)
         if reference_problems:
             lines.append("(The reference solution did not compile here, so there is no speed bar this time: "
                          f"{reference_problems[0]})")
             reference_cubin = None
-    run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=static_ok, launch=launch,
+    run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=judged_ok, launch=launch,
                     reference_cubin=reference_cubin, reference_launch=ex.launch(ex.solution))
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
     correct = bool(run.get("cases")) and all(c["passed"] for c in run["cases"]) and not run.get("error")
-    if correct and static_ok and ex.traffic is not None:
-        counted_ok, more = _traffic_verdict(ex, cubin, launch, time_limit_s)
-        ok, lines = ok and counted_ok, lines + more
-    for tool in SANITIZER_TOOLS if sanitize else ():
-        clean, more = _sanitizer_lines(tool, run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, tool, False, launch), time_limit_s)
-        ok, lines = ok and clean, lines + more
-    verdict = static_ok and ok
+    if correct and judged_ok and ex.counts:
+        counted_ok, more = _counts_verdict(ex, cubin, launch, time_limit_s)
+        ok, lines = ok and (modelled_ok if counted_ok is None else counted_ok), lines + more
+    verdict = judged_ok and ok
+    if sanitize or (sanitize is None and verdict):
+        sizes = ex.sizes if sanitize else ex.sanitize_sizes
+        text = ex.sizes_text(sizes)
+        for tool in sanitizer_tools(listing):
+            run = run_child(ex.live, ex.kernel, sizes, cubin, time_limit_s, tool, False, launch)
+            clean, more = _sanitizer_lines(tool, run, time_limit_s, text, required=bool(sanitize))
+            verdict, lines = verdict and clean, lines + more
+            if "sanitizer" in run:   # not installed: one message is enough
+                break
     lines.append("Correct." if verdict else "Not yet: fix what is marked above and run the cell again. "
                  f"Stuck? print(kernel_exercises.hint({name!r}))")
     return Verdict("\n".join(lines), verdict)
