@@ -2,7 +2,8 @@
 
 Load it in a notebook with ``%load_ext course_lib.magic``. The cell holds only CUDA C; the
 magic prints what was checked (compile, resources, static checks; live: results at every size,
-timing, and with ``--sanitize`` compute-sanitizer's memcheck) and keeps the verdict in
+timing, the counts, and compute-sanitizer at the small sizes once the rest passed, or at every size
+whatever the rest found with ``--sanitize``) and keeps the verdict in
 ``_cuda_exercise`` for code that wants it.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ def cuda_exercise(line: str, cell: str):
         print(USAGE)
         return None
     try:
-        verdict = kernel_exercises.check(names[0], cell, sanitize="--sanitize" in args)
+        verdict = kernel_exercises.check(names[0], cell, sanitize=True if "--sanitize" in args else None)
     except KeyError as exc:
         print(exc.args[0])
         return None

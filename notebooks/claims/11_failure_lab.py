@@ -8,6 +8,7 @@ live or not (``lab_failures.evidence_rows``, ``reconciliation.table``): the note
 them, so a live run has no result of their experiments to check. Their figures are Recorded claims,
 checked against every recorded run of the experiments they name."""
 from course_lib.core import hardware
+from course_lib.exercises.kernel import catalog
 from course_lib.labs import failure_lab as lab_failures
 from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import estimator, failures
@@ -267,4 +268,6 @@ CLAIMS = [
              [(0.5, 0.99), (0.5, 0.99), (0.3, 0.9)], unit="×"),
     Measured("A kernel correct at 16,384 rows wrote past its output at 4,097.", MYSTERY,
              lambda r: overrun(r, "rows not a multiple of the block")["written_past_the_end"], (1, 1e9)),
+    Analytic("more than 1.25 times the reference's time is not passed", lambda: catalog.MYSTERY.max_slowdown,
+             (1.25, 1.25), unit="times"),
 ]
