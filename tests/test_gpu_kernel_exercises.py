@@ -75,6 +75,8 @@ CAUGHT_LIVE = [
     ("row_sum_squares_budget", "an unrolled loop that drops the last 4 when cols is a multiple of 4", ("n = 17: WRONG",)),
     ("warp_row_sums", "a warp per row, each lane a contiguous piece (uncoalesced)", ("✘ Counted by Nsight Compute",)),
     ("transpose_tile", "writes not transposed through the tile (uncoalesced)", ("✘ Counted by Nsight Compute",)),
+    ("transpose_tile", "no padding (32-way conflicts)", ("passes on average",)),   # the wavefront count's ✘
+    ("transpose_tile", "an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)", ("passes on average",)),
     ("fused_epilogue", "tanh through exp (NaN for large inputs)", ("64×257 (values ×30): WRONG",)),
     ("mystery_rms_norm", "ε outside the square root", ("9×256 (values ×0.0001): WRONG",)),
     ("mystery_rms_norm", "the row in a fixed 8,192-float shared buffer", ("5×9001: WRONG", "launch failed")),
@@ -114,6 +116,17 @@ def test_coalescing_is_judged_by_the_count_not_by_the_launch_the_source_declares
     verdict = ke.check("warp_row_sums", STAGED_ROW_SUMS)
     assert "✘ uncoalesced loads" in verdict and ke.MODEL_NOTE in verdict, verdict
     assert "✔ Counted by Nsight Compute" in verdict and "100.0% of each sector" in verdict, verdict
+
+
+def test_bank_conflicts_are_judged_by_the_wavefront_count_and_a_real_swizzle_passes():
+    swizzled = (catalog.TRANSPOSE.solution
+                .replace("tile[32][33];   // one float of padding per row: a column spans 32 banks", "tile[32][32];")
+                .replace("tile[dy][threadIdx.x] =", "tile[dy][threadIdx.x ^ dy] =")
+                .replace("= tile[threadIdx.x][dy];", "= tile[threadIdx.x][dy ^ threadIdx.x];"))
+    assert swizzled.count("^") == 2, "the reference's tile lines moved: update this test"
+    for source in (catalog.TRANSPOSE.solution, swizzled):
+        verdict = ke.check("transpose_tile", source)
+        assert verdict.correct and verdict.count("shared loads took") == 1 and "passes on average" not in verdict, verdict
 
 
 def test_row_sums_without_the_shuffle_or_the_guard_are_wrong_live():

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from course_lib import magic
-from course_lib.core import cuda
+from course_lib.core import cuda, runtime
 from course_lib.exercises.kernel import catalog
 from course_lib.exercises.kernel import checker as ke
 
@@ -598,6 +598,65 @@ def test_the_sector_count_rejects_lanes_a_sector_apart_and_accepts_coalesced_acc
     ok, lines = count_lines(use, {use.metrics[0]: asked, use.metrics[1]: 8 * asked / 32})   # 4 B used of each 32
     assert not ok and "12.5% of each sector" in lines[0] and "not yet what this exercise asks" in lines[1]
     assert not count_lines(use, {use.metrics[0]: asked, use.metrics[1]: asked / 32 / 0.79})[0]
+
+
+def _recorded_transpose_counts() -> dict[str, dict[str, float]]:
+    """variant name -> the ncu counters the H200's transpose ladder recorded for it."""
+    import json
+
+    record = json.loads((runtime.REPO_ROOT / "data/recorded/h200/transpose.ladder.json").read_text())
+    found = {}
+    for case in record["cases"]:
+        stack = [case]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("ncu"), dict):
+                    found[case["name"]] = node["ncu"]
+                    break
+                stack += node.values()
+            elif isinstance(node, list):
+                stack += node
+    return found
+
+
+def test_the_wavefront_count_passes_the_recorded_conflict_free_tiles_and_rejects_the_conflicted_one():
+    """Fed the counters the H200 recorded for 05's transposes, the verdict passes every padded and swizzled tile and
+    rejects the 32 × 32 tile's column reads (32.5 wavefronts per load), and a kernel with no shared access at all."""
+    from course_lib.exercises.kernel.checker import count_lines
+
+    loads, stores = (c for c in catalog.TRANSPOSE.counts if isinstance(c, catalog.BankWavefronts))
+    recorded = _recorded_transpose_counts()
+    free = [n for n in recorded if n.startswith(("padded", "swizzled"))]
+    assert len(free) >= 4 and "shared tile 32×32" in recorded, recorded.keys()
+    for name in free:
+        for bank in (loads, stores):
+            ok, lines = count_lines(bank, recorded[name])
+            assert ok and len(lines) == 1, (name, lines)
+    ok, lines = count_lines(loads, recorded["shared tile 32×32"])
+    assert not ok and "32.45 per instruction" in lines[0] and "passes on average" in lines[1], lines
+    assert count_lines(stores, recorded["shared tile 32×32"])[0]          # its row writes are conflict-free
+    ok, lines = count_lines(loads, {m: 0.0 for m in loads.metrics})
+    assert not ok and "no shared-memory loads" in lines[0]
+
+
+def test_live_the_bank_model_gives_way_to_the_wavefront_count(monkeypatch):
+    """Live, the tile's bank model is a model: an XOR the model accepts and a padding it rejects are both decided by
+    what ncu counts; in replay the model is all there is."""
+    from course_lib.exercises.kernel import checker
+
+    monkeypatch.setattr(checker, "run_child", _passing_child([]))
+    recorded = _recorded_transpose_counts()
+    sectors_fine = {m: v for c in catalog.TRANSPOSE.counts if isinstance(c, catalog.SectorUse)
+                    for m, v in zip(c.metrics, (1e6 * 32, 1e6))}
+    nothing = catalog.TRANSPOSE.wrong["an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)"]
+    assert "Not run: no GPU here" in ke.check("transpose_tile", nothing, live=False)   # replay cannot see it
+    monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["shared tile 32×32"], **sectors_fine})
+    verdict = checker.check("transpose_tile", nothing, live=True)
+    assert not verdict.correct and "the tile's column index is XORed" in verdict and checker.MODEL_NOTE in verdict
+    assert "32.45 per instruction" in verdict, verdict
+    monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["padded tile 32×33"], **sectors_fine})
+    assert checker.check("transpose_tile", catalog.TRANSPOSE.solution, live=True).correct
 
 
 def test_live_the_sector_count_decides_what_the_launch_model_only_reads(monkeypatch):

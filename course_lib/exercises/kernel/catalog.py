@@ -84,6 +84,29 @@ class SectorUse:
 
 
 @dataclass(frozen=True)
+class BankWavefronts:
+    """Bank conflicts, counted: the shared-memory wavefronts a kernel's shared loads (``op`` "ld") or stores
+    ("st") take per warp-wide instruction, over one launch at the exercise's timed size (Nsight Compute). One
+    wavefront per instruction is conflict-free; an n-way conflict takes n. The H200's conflict-free transposes
+    of 05 counted 1.01–1.12 (padded and swizzled tiles), the 32 × 32 tile's column reads 32.5."""
+
+    op: str                              # "ld" or "st"
+    max_per_instruction: float = 1.5     # past this, some warp's access is split by a bank conflict
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{self.op}.sum",
+                f"smsp__sass_inst_executed_op_shared_{self.op}.sum")
+
+    @property
+    def accesses(self) -> str:
+        return {"ld": "loads", "st": "stores"}[self.op]
+
+
+Count = Traffic | SectorUse | BankWavefronts
+
+
+@dataclass(frozen=True)
 class KernelExercise:
     """One exercise: what to write, how it is launched, and what is checked."""
 
@@ -106,8 +129,9 @@ class KernelExercise:
     max_slowdown: float = 1.25
     slow_hint: str = ("Look for work the reference does not do: a loop that visits elements more than once, loads "
                       "that are not coalesced, or a launch that leaves SMs idle.")
-    # What Nsight Compute counts of the learner's kernel, where the exercise is about bytes (Traffic) or coalescing (SectorUse)
-    counts: tuple[Traffic | SectorUse, ...] = ()
+    # What Nsight Compute counts of the learner's kernel, where the exercise is about bytes (Traffic), coalescing
+    # (SectorUse) or bank conflicts (BankWavefronts)
+    counts: tuple[Count, ...] = ()
 
     @property
     def name(self) -> str:
@@ -288,14 +312,16 @@ def _transpose_tile_checks(source: str, res: cuda.KernelResources, sass: list[st
     swizzled = re.search(r"\b" + name + r"\s*\[[^\]]*\]\s*\[[^\]]*\^", body) is not None
     column = memory.bank_conflicts([lane * pitch * 4 for lane in range(32)])
     if column.ways == 1:
-        out.append(Finding(True, f"a column of the 32 × {pitch} tile spans all 32 banks (bank model: 1 wavefront)"))
+        out.append(Finding(True, f"a column of the 32 × {pitch} tile spans all 32 banks (bank model: 1 wavefront)",
+                           counted=True))
     elif swizzled:
         out.append(Finding(True, "the tile's column index is XORed: a swizzle can put a column's 32 elements in 32 "
-                                 "banks (the live run's time is the test of it)"))
+                                 "banks (bank model of the declared tile: not judged further without the count)",
+                           counted=True))
     else:
         out.append(Finding(False, f"a warp reading one column of a 32 × {pitch} tile hits one bank {column.ways} "
                                   f"times (bank model, {column.wavefronts} wavefronts instead of 1): pad the pitch "
-                                  "or swizzle the column"))
+                                  "or swizzle the column", counted=True))
     barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
     where = "in its SASS (BAR.SYNC)" if sass is not None else "in the source"
     out.append(Finding(barriers >= 1, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
@@ -316,11 +342,12 @@ TRANSPOSE = KernelExercise(
         "no barrier": "wrong_no_barrier",
         "no edge check on the writes": "wrong_no_edge_check_on_the_writes",
         "writes not transposed through the tile (uncoalesced)": "wrong_uncoalesced_writes",
+        "an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)": "wrong_swizzle_that_moves_nothing",
     },
     live=cases.transpose_cases,
     sizes=cases.TRANSPOSE_SIZES,
     static=_transpose_tile_checks,
-    counts=(SectorUse("ld"), SectorUse("st")),
+    counts=(SectorUse("ld"), SectorUse("st"), BankWavefronts("ld"), BankWavefronts("st")),
 )
 
 

@@ -13,10 +13,11 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
    where the op is numerically hard, a second grid), then times it beside the course kernel that moves
    the same bytes and the exercise's reference solution. A kernel that hangs is stopped after the time
    limit, one that faults is reported with CUDA's error; either way the notebook's GPU context is untouched.
-4. Where the exercise is about bytes or coalescing (``KernelExercise.counts``), a kernel whose results are
-   right is launched once more at the timed size under Nsight Compute, and what it moved is held against
-   the exercise's model: bytes against the plan's bytes (``Traffic``), the share of each sector its
-   accesses use (``SectorUse``). A static finding that only models the same thing from the source
+4. Where the exercise is about bytes, coalescing or bank conflicts (``KernelExercise.counts``), a kernel
+   whose results are right is launched once more at the timed size under Nsight Compute, and what it
+   did is held against the exercise's model: bytes against the plan's bytes (``Traffic``), the share of
+   each sector its accesses use (``SectorUse``), shared-memory wavefronts per instruction
+   (``BankWavefronts``). A static finding that only models the same thing from the source
    (``Finding.counted``) then gives way to the count. Where ncu cannot count (not installed, or the
    counters closed to this user), the verdict says so and the models stand.
 5. A kernel that passed all of that runs once more under compute-sanitizer at the exercise's small sizes:
@@ -39,7 +40,7 @@ import tempfile
 from course_lib.core import cuda, runtime
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
-from course_lib.exercises.kernel.catalog import KernelExercise, SectorUse, Traffic, exercise, mnemonic
+from course_lib.exercises.kernel.catalog import BankWavefronts, Count, KernelExercise, SectorUse, Traffic, exercise, mnemonic
 from course_lib.exercises.kernel.runner import REFERENCE, cases_address
 from course_lib.measure import profiler, sass
 
@@ -246,9 +247,29 @@ def sector_lines(use: SectorUse, asked_bytes: float, sectors: float) -> tuple[bo
     return ok, lines
 
 
-def count_lines(count: Traffic | SectorUse, values: dict[str, float]) -> tuple[bool, list[str]]:
+def wavefront_lines(bank: BankWavefronts, wavefronts: float, instructions: float) -> tuple[bool, list[str]]:
+    """Shared-memory wavefronts per warp-wide shared instruction, against the conflict-free bar."""
+    if not instructions:
+        return False, [f"  ✘ Counted by Nsight Compute: no shared-memory {bank.accesses} at all "
+                       f"({bank.metrics[1].removesuffix('.sum')} = 0): the exercise goes through a shared tile."]
+    per = wavefronts / instructions
+    ok = per <= bank.max_per_instruction
+    lines = [f"  {'✔' if ok else '✘'} Counted by Nsight Compute: {instructions:,.0f} shared {bank.accesses} took "
+             f"{wavefronts:,.0f} wavefronts, {per:.2f} per instruction ({bank.metrics[0].removesuffix('.sum')} over "
+             f"{bank.metrics[1].removesuffix('.sum')}; 1 is conflict-free)."]
+    if not ok:
+        lines.append(f"Right results, but not yet what this exercise asks: lanes of a warp's shared {bank.accesses} "
+                     f"fall in the same bank at different addresses, so each instruction is served in {per:.1f} passes "
+                     f"on average. Conflict-free {bank.accesses} take at most {bank.max_per_instruction:g} per "
+                     "instruction: put the 32 elements a warp touches at once in 32 different banks.")
+    return ok, lines
+
+
+def count_lines(count: Count, values: dict[str, float]) -> tuple[bool, list[str]]:
     if isinstance(count, Traffic):
         return traffic_lines(count, 32.0 * values[count.metric])
+    if isinstance(count, BankWavefronts):
+        return wavefront_lines(count, *(values[m] for m in count.metrics))
     return sector_lines(count, *(values[m] for m in count.metrics))
 
 
