@@ -148,6 +148,28 @@ def test_the_later_notebooks_wrong_kernels_are_rejected_live(name, label):
     assert not verdict.correct, (label, verdict)
 
 
+WGMMA_TRAPS = "a barrier wait that never completed"
+
+
+@pytest.mark.parametrize("label,says", [
+    ("the starter (nothing consumed)", (WGMMA_TRAPS,)),
+    ("never flips the phase", (WGMMA_TRAPS,)),
+    ("every consumer thread arrives on empty", (WGMMA_TRAPS,)),
+    ("overwrites the accumulators every k-tile", ("130×257×200: WRONG",)),
+    # right at every smaller shape (H200, 2026-12): only the full GPU at 4096³ shows the slot overwritten mid-read
+    ("frees the slot before the wgmma wait", ("256×512×320: correct", "4096×4096×4096 (5 runs): WRONG")),
+])
+def test_the_wgmma_consumers_wrong_kernels_are_rejected_live(label, says):
+    verdict = ke.check("wgmma_consumer", catalog.WGMMA_CONSUMER.wrong[label], time_limit_s=60)
+    assert not verdict.correct and all(s in verdict for s in says), verdict
+
+
+def test_the_wgmma_consumer_solution_runs_at_rung_3s_speed():
+    verdict = ke.check("wgmma_consumer", catalog.WGMMA_CONSUMER.solution, time_limit_s=60)
+    assert verdict.correct and "hopper_gemm.hgemm_3_specialized" in verdict, verdict
+    assert "✔ compute-sanitizer racecheck at" in verdict and "✔ compute-sanitizer synccheck at" in verdict, verdict
+
+
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
     verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.wrong["a whole tile expected for the short last one"])
     assert not verdict.correct and "launch failed" in verdict and "did not finish" not in verdict, verdict

@@ -206,7 +206,7 @@ def test_each_wrong_file_is_rejected_where_the_static_checks_can_see_it(name, la
     ex = ke.exercise(name)
     source = ex.wrong[label]
     verdict = ke.check(name, source)
-    cubin, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
+    cubin, res, problems = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
     if problems or not all(f.ok for f in ex.static_findings(source, res, ke.kernel_sass(cubin, ex.kernel))):
         assert not verdict.correct, verdict
     else:
@@ -226,6 +226,61 @@ def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
                    "course_kernel": "family.kernel", "samples": cases.TIMING_SAMPLES}
 
 
+# A correct consumer in another style: one wgmma group kept in flight, the previous slot freed once only the newest runs.
+WGMMA_IN_FLIGHT_LOOP = """    int previous = -1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(sl.full(ring.slot), ring.phase);
+        wgmma_fence();
+        wgmma_slot<BN>(d, sl.a(ring.slot) + a_offset, sl.b(ring.slot), kt > 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (previous >= 0) release(sl.empty(previous));
+        previous = ring.slot;
+        ring.advance(STAGES);
+    }
+    wgmma_wait<0>();
+    accumulators_ready(d);
+    if (previous >= 0) release(sl.empty(previous));
+"""
+
+
+def wgmma_in_flight() -> str:
+    solution = catalog.WGMMA_CONSUMER.solution
+    loop = solution[solution.index("    for (int kt = 0; kt < k_tiles; ++kt) {"):solution.index("}\n\n// C[M,N]")]
+    return solution.replace(loop, WGMMA_IN_FLIGHT_LOOP)
+
+
+def test_the_wgmma_consumer_is_judged_on_its_sass_and_a_group_kept_in_flight_passes():
+    early = {f.text.split(" (")[0]: f.ok for f in _static("wgmma_consumer",
+                                                            catalog.WGMMA_CONSUMER.wrong["frees the slot before the wgmma wait"])}
+    assert early == {"the consumers multiply with wgmma": True, "the consumers wait on each slot's full barrier": True,
+                     "1 slot release with a wgmma issued and not waited for before it": False}, early
+    starter = [f.text for f in _static("wgmma_consumer", catalog.WGMMA_CONSUMER.starter) if not f.ok]
+    assert len(starter) == 3 and "no HGMMA" in starter[0] and "the producer's" in starter[1], starter
+    assert all(f.ok for f in _static("wgmma_consumer", wgmma_in_flight()))
+    assert all(f.ok for f in _static("wgmma_consumer", catalog.WGMMA_CONSUMER.solution))
+
+
+def test_a_release_is_early_only_when_no_wgmma_wait_separates_it_from_the_last_hgmma():
+    hgmma, depbar = "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], R24, gsb0 ;", "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;"
+    arrive = "@!P0 SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R6+URZ+0x20020], RZ ;"
+    assert catalog.releases_before_wgmma_wait([hgmma, depbar, arrive]) == (1, 0)
+    assert catalog.releases_before_wgmma_wait([hgmma, arrive, depbar]) == (1, 1)
+    assert catalog.releases_before_wgmma_wait([arrive, hgmma]) == (1, 0)   # no wgmma before it yet
+    assert catalog.releases_before_wgmma_wait([hgmma, depbar]) == (0, 0)
+
+
+@pytest.mark.parametrize("gpu_arch", ["sm_80", "sm_100", "sm_120"])
+def test_the_wgmma_exercise_compiles_for_sm_90a_and_says_why_it_cannot_run_on_another_gpu(monkeypatch, gpu_arch):
+    monkeypatch.setattr(cuda, "target_arch", lambda: gpu_arch)
+    verdict = ke.check("wgmma_consumer", catalog.WGMMA_CONSUMER.solution, live=True)
+    assert not verdict.correct and verdict.startswith("Compiled for sm_90a"), verdict
+    assert "exist on sm_90a alone" in verdict and "cannot run here" in verdict and "✔ each slot is freed" in verdict
+    # an exercise with a minimum, not one architecture, runs on every GPU from it on
+    arch, why = ke.exercise_arch(catalog.WARP_SPECIALIZED)
+    assert (arch, why) == (gpu_arch, None) if gpu_arch != "sm_80" else (arch == "sm_90" and "9 or newer" in why), why
+
+
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
     verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.starter)
     assert not verdict.correct and "no tile is loaded" in verdict and "0 places that wait on a barrier" in verdict
@@ -233,7 +288,7 @@ def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_incl
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
-    assert not missing.correct and "async_copy.cuh, gelu.cuh, l2_hints.cuh, online_softmax.cuh, wgmma.cuh" in missing
+    assert not missing.correct and "async_copy.cuh, gelu.cuh, hopper_ring.cuh, l2_hints.cuh, online_softmax.cuh, wgmma.cuh" in missing
     unreleased = catalog.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
     assert "no slot released" in ke.check("warp_specialized", unreleased)
 
@@ -252,7 +307,7 @@ def test_a_failed_launch_names_the_exercises_likely_cause():
 
 def _static(name: str, source: str, arch: str | None = None):
     ex = ke.exercise(name)
-    cubin, res, problems = ke.compile_exercise(ex, source, arch or cuda.target_arch())
+    cubin, res, problems = ke.compile_exercise(ex, source, arch or ke.exercise_arch(ex)[0])
     assert not problems, problems
     listing = ke.kernel_sass(cubin, ex.kernel)
     if listing is None:
@@ -355,14 +410,15 @@ def test_the_sass_readers_on_listings():
     assert c.mnemonic("@!P2 BRA 0x100") == "BRA" and c.count_ops(["BAR.SYNC.DEFER_BLOCKING 0x0"], "BAR.SYNC") == 1
 
 
-@pytest.mark.parametrize("name", ["async_pipeline", "warp_specialized", "register_tile_gemm", "transpose_tile"])
+@pytest.mark.parametrize("name", ["async_pipeline", "warp_specialized", "wgmma_consumer", "register_tile_gemm",
+                                  "transpose_tile"])
 def test_without_nvdisasm_the_source_stands_in_and_judges_alike(name):
     """Where no disassembler is installed the checks read the source: the reference still passes and
     the starter still fails, whatever the signature's spacing."""
     ex = ke.exercise(name)
     for source, want in ((ex.solution, True), (re.sub(r"float\*\s*out", "float *out", ex.solution), True),
                          (ex.starter, False)):
-        _, res, problems = ke.compile_exercise(ex, source, cuda.target_arch())
+        _, res, problems = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
         assert not problems, problems
         assert all(f.ok for f in ex.static_findings(source, res, None)) == want, (name, want)
 

@@ -92,15 +92,22 @@ _INCLUDE = re.compile(r'^#include "(\w+\.cuh)"[ \t]*(?://[^\n]*)?$', re.M)
 _ARCHS = re.compile(r"^// archs: ([\w ]+)$", re.M)
 
 
-def paste_headers(text: str, name: str) -> str:
+def paste_headers(text: str, name: str, _pasted: set[str] | None = None) -> str:
     """The family's ``#include "x.cuh"`` lines replaced by the headers themselves (from kernels/),
-    with ``#line`` marks so that NVRTC's messages still name the right file and line."""
+    with ``#line`` marks so that NVRTC's messages still name the right file and line. A header's own
+    includes are pasted the same way, each header once (a second include of it pastes nothing)."""
+    pasted = set() if _pasted is None else _pasted
+
     def paste(m: re.Match) -> str:
         header = KERNEL_DIR / m.group(1)
         if not header.exists():
             raise FileNotFoundError(f"{name} includes {m.group(1)}, which is not in {KERNEL_DIR}")
         after = text.count("\n", 0, m.start()) + 2
-        return f'#line 1 "{m.group(1)}"\n{header.read_text()}\n#line {after} "{name}"'
+        if header.name in pasted:
+            return f'// {header.name}: pasted above\n#line {after} "{name}"'
+        pasted.add(header.name)
+        body = paste_headers(header.read_text(), header.name, pasted)
+        return f'#line 1 "{header.name}"\n{body}\n#line {after} "{name}"'
     return _INCLUDE.sub(paste, text)
 
 

@@ -6,6 +6,7 @@ At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited), 
 89–90% and rung 7's 96–97% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 10% apart,
 so the share there is stated as the range it takes over the recorded and live runs."""
 from course_lib.core import gpu_monitor, hardware, timing
+from course_lib.exercises.kernel import cases, catalog
 from course_lib.labs import hopper_gemm as lab
 from course_lib.launch import hopper_gemm
 from course_lib.measure.claims import Analytic, Given, Measured
@@ -618,4 +619,11 @@ CLAIMS = [
              [(0.86, 0.90), (0.65, 0.69)], unit="%"),
     Measured("Over fourteen more shapes rung 7 alone has a geometric mean of about 76% of cuBLAS", (SHAPES_X, LADDER),
              summary("rung 7 geomean %"), (0.74, 0.78), unit="%"),
+    Analytic("holds it to 1.25× the reference solution's time", lambda: catalog.WGMMA_CONSUMER.max_slowdown,
+             (1.25, 1.25), unit="×"),
+    Analytic("the checker then runs seven shapes", lambda: len(catalog.WGMMA_CONSUMER.sizes), (7, 7)),
+    Analytic("the largest (4096³) five times", lambda: (*cases.WGMMA_SHAPES[-1], cases.WGMMA_RACE_RUNS),
+             [(4096, 4096), (4096, 4096), (4096, 4096), (5, 5)]),
+    Analytic("fills the ring of four 32 KiB slots", lambda: (cases.WGMMA_STAGES, (cases.wgmma_smem_bytes() - 1024) // 4 // 1024),
+             [(4, 4), (32, 32)]),
 ]

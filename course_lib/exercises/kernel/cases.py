@@ -627,3 +627,96 @@ def grouped_decode_cases(fn, sizes, time_it: bool) -> dict:
 
 grouped_decode_cases.warm_up = _warm_up_decode
 grouped_decode_cases.profile = _profile_decode
+
+
+# ---- notebook 10: the consumer warpgroups of a warp-specialized wgmma GEMM
+
+# (M, N, K), K a multiple of 8 (the TMA's 16-byte row strides): one output row and one k-step; a
+# tile's worth of k-steps (4 slots, no phase flip yet); partial tiles on every side; K past the ring
+# (5, 9 and 17 k-tiles: each slot's phase flips, K's last tile short); then the timed shape, run
+# WGMMA_RACE_RUNS times: a slot freed too early is overwritten while the tensor cores read it, a race
+# that shows at the full GPU and not at the small shapes.
+WGMMA_SHAPES = ((1, 8, 8), (65, 63, 16), (130, 257, 200), (256, 512, 320), (129, 130, 1032), (1000, 333, 520),
+                (4096, 4096, 4096))
+WGMMA_RACE_RUNS = 5
+WGMMA_TILE, WGMMA_THREADS, WGMMA_STAGES = 128, 384, 4
+
+
+def wgmma_smem_bytes() -> int:
+    """The exercise's dynamic shared memory: 1,024 bytes of alignment room, then 4 slots of a 128 × 64 A tile,
+    a 128 × 64 B tile (bf16) and their two 8-byte barriers."""
+    return 1024 + WGMMA_STAGES * (2 * WGMMA_TILE * 64 * 2 + 16)
+
+
+def _wgmma_first_wrong(c_bits, want) -> str | None:
+    """The first output outside the bf16 tolerance of the float64 product (an unwritten NaN counts), or None."""
+    import cupy
+
+    from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance
+
+    got = bf16_bits_to_float32(c_bits).astype(cupy.float64)
+    bad = ~(cupy.abs(got - want) <= bf16_tolerance(want))
+    if not bool(bad.any()):
+        return None
+    i, n = int(cupy.argmax(bad.ravel())), want.shape[1]
+    return (f"{int(bad.sum()):,} of {want.size:,} outputs wrong; the first at row {i // n}, column {i % n}: "
+            f"expected {float(want.ravel()[i]):.5g}, got {float(got.ravel()[i]):.5g}")
+
+
+def wgmma_gemm_cases(fn, sizes, time_it: bool) -> dict:
+    """Notebook 10's ``gemm_ring(C, M, N, K, maps)``: C = A·Bᵀ in bf16 against the float64 product of the same
+    bf16 inputs, at each shape, the largest WGMMA_RACE_RUNS times; then timed beside the course's rung 3."""
+    import cupy
+    import numpy as np
+
+    from course_lib.launch import hopper_gemm as hg
+    from course_lib.launch.operands import bf16_bits_to_float32, random_operand, to_bf16_bits
+
+    smem = wgmma_smem_bytes()
+    fn.max_dynamic_shared_size_bytes = smem
+
+    def launch(a, b, c):
+        (m, k), n = a.shape, b.shape[0]
+        grid = -(-m // WGMMA_TILE) * -(-n // WGMMA_TILE)
+        fn((grid,), (WGMMA_THREADS,), (c, np.int32(m), np.int32(n), np.int32(k),
+                                       hg.tensor_maps(a, b, WGMMA_TILE, WGMMA_TILE)), shared_mem=smem)
+
+    out = {"cases": []}
+    for index in sizes:
+        m, n, k = WGMMA_SHAPES[index]
+        a, b = (to_bf16_bits(random_operand(shape, 7 * index + j)) for j, shape in enumerate(((m, k), (n, k))))
+        want = bf16_bits_to_float32(a).astype(cupy.float64) @ bf16_bits_to_float32(b).astype(cupy.float64).T
+        runs = WGMMA_RACE_RUNS if index == len(WGMMA_SHAPES) - 1 else 1
+        wrong = None
+        for run in range(runs):
+            c = hg.nan_output(m, n)
+            launch(a, b, c)
+            cupy.cuda.Device().synchronize()
+            wrong = _wgmma_first_wrong(c, want)
+            if wrong is not None:
+                wrong = wrong if runs == 1 else f"in run {run + 1} of {runs}: {wrong}"
+                break
+        out["cases"].append({"size": f"{m}×{n}×{k}" + (f" ({runs} runs)" if runs > 1 else ""),
+                             "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(x["passed"] for x in out["cases"]):
+        m, n, k = WGMMA_SHAPES[-1]
+        a, b = to_bf16_bits(random_operand((m, k), 1)), to_bf16_bits(random_operand((n, k), 2))
+        c = hg.nan_output(m, n)
+        out["timing"] = _timed(f"{m}×{n}×{k}", lambda: launch(a, b, c), lambda: hg.run(3, a, b, c),
+                               "hopper_gemm.hgemm_3_specialized")
+    return out
+
+
+def _warm_up_wgmma() -> None:
+    """The course's rung 3, compiled (the whole hopper_gemm family: seconds) before the time limit starts, and
+    cuBLAS's float64 GEMM of the reference loaded."""
+    import cupy
+
+    from course_lib.launch import hopper_gemm as hg
+
+    hg.kernel_function("hgemm_3_specialized")
+    x = cupy.ones((8, 8), dtype=cupy.float64)
+    x @ x.T
+
+
+wgmma_gemm_cases.warm_up = _warm_up_wgmma

@@ -23,6 +23,7 @@ from course_lib.exercises.kernel.cases import (
     PIPELINE_THREADS,
     TILE_SHAPES,
     TILE_TIMED_SHAPE,
+    WGMMA_SHAPES,
     persistent_blocks,
 )
 from course_lib.launch.exercise_kernels import (
@@ -121,6 +122,8 @@ class KernelExercise:
     static: Callable[[str, cuda.KernelResources, "list[str] | None"], list[Finding]] = field(
         default=lambda src, res, sass=None: [])
     min_cc: float = 7.5
+    # an architecture-specific target ("sm_90a": wgmma): compiled for it alone, run only on a GPU of it
+    arch: str | None = None
     size_labels: tuple[str, ...] = ()   # how the sizes read when they are not element counts (GEMM shapes)
     launch: Callable[[str], dict | None] = field(default=lambda src: {})   # what the runner's launch reads from the source
     fault_hint: str = ""   # what a failed launch most likely means for this exercise (default: an out-of-bounds access)
@@ -208,6 +211,23 @@ def unfenced_releases(sass: list[str], window: int = 4) -> int:
             if not any(mnemonic(j).startswith("FENCE.VIEW.ASYNC") for j in sass[max(0, n - window):n]):
                 out += 1
     return out
+
+
+def releases_before_wgmma_wait(sass: list[str]) -> tuple[int, int]:
+    """(slot releases, those issued while a wgmma may still read the slot): plain mbarrier arrivals
+    (``SYNCS.ARRIVE.TRANS64.A1T0``) with an HGMMA before them in the listing and no ``WARPGROUP.DEPBAR``
+    (wgmma.wait_group) between that HGMMA and the arrival."""
+    releases = early = 0
+    for n, i in enumerate(sass):
+        if mnemonic(i).startswith("SYNCS.ARRIVE.TRANS64.A1T0"):
+            releases += 1
+            for j in reversed(sass[:n]):
+                if mnemonic(j).startswith("WARPGROUP.DEPBAR"):
+                    break
+                if mnemonic(j).startswith("HGMMA"):
+                    early += 1
+                    break
+    return releases, early
 
 
 def _from_entry(source: str, kernel: str) -> str:
@@ -723,6 +743,72 @@ WARP_SPECIALIZED = KernelExercise(
 )
 
 
+# ---- notebook 10: the consumers of a warp-specialized wgmma GEMM
+
+def _wgmma_consumer_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+    if sass is not None:
+        multiplies, waits = count_ops(sass, "HGMMA"), wait_sites(sass)
+        releases, early = releases_before_wgmma_wait(sass)
+        wgmma = Finding(multiplies > 0, f"the consumers multiply with wgmma ({multiplies} HGMMA instructions in the SASS)"
+                        if multiplies else "no wgmma in the kernel's SASS (no HGMMA): the consumers multiply nothing")
+        wait = Finding(waits >= 2, "the consumers wait on each slot's full barrier (a second mbarrier wait loop in the "
+                                   "SASS beside the producer's)" if waits >= 2 else
+                       f"{waits} mbarrier wait loop{'s' * (waits != 1)} in the SASS: the producer's. The consumers must "
+                       "wait on full[slot] before their wgmmas read it")
+    else:   # no nvdisasm here: the source's calls stand in
+        body = strip_comments(source)
+        multiplies = "wgmma_slot<" in body or "wgmma_m64n" in body or "wgmma_smem<" in body
+        wgmma = Finding(multiplies, "the consumers call wgmma" if multiplies else
+                        "the consumers never call wgmma (wgmma_slot): they multiply nothing")
+        wait = Finding(body.count("mbar_wait(") >= 1, "the consumers wait on a slot's full barrier"
+                       if "mbar_wait(" in body else "the consumers never wait on full[slot] (mbar_wait)")
+        releases = int("release(" in body or "mbar_arrive(" in body)
+        early = 0
+    if not releases:
+        freed = Finding(False, "no slot is ever freed: the producer waits on empty[slot] for the consumers, and after "
+                               "STAGES slots the wait traps. Arrive on empty once the wgmmas are done with the slot")
+    elif early:
+        freed = Finding(False, f"{early} slot release{'s' * (early != 1)} with a wgmma issued and not waited for "
+                               "before it (no WARPGROUP.DEPBAR between the HGMMA and the arrive): the TMA may refill "
+                               "the slot while the tensor cores still read it. Call wgmma_wait before release")
+    else:
+        freed = Finding(True, "each slot is freed after a wgmma wait" if sass is not None else "the consumers free slots")
+    return [wgmma, wait, freed]
+
+
+WGMMA_CONSUMER = KernelExercise(
+    files=ExerciseKernel("wgmma_consumer", "gemm_ring"), notebook="10_hopper_gemm",
+    task=("Write the consumers of a warp-specialized bf16 GEMM: rung 3's kernel with its consumer loop taken out. "
+          "The producer warpgroup's one thread fills a ring of four shared-memory slots by TMA (a 128 × 64 A tile "
+          "and a 128 × 64 B tile each, full and empty mbarriers per slot); each of the two consumer warpgroups "
+          "multiplies its 64 rows of every slot by the slot's B with wgmma, accumulating a 64 × 128 fp32 tile in "
+          "registers. Write `consume`: for each k-tile, wait, multiply, free the slot, move on."),
+    hint=("Per k-tile: mbar_wait(sl.full(ring.slot), ring.phase); wgmma_fence(); wgmma_slot<BN>(d, sl.a(ring.slot) "
+          "+ a_offset, sl.b(ring.slot), kt > 0) (false overwrites d, which holds garbage on the first k-tile); "
+          "wgmma_commit(); wgmma_wait<0>(), since wgmma is asynchronous and the slot may not be refilled until "
+          "it has been read; accumulators_ready(d); release(sl.empty(ring.slot)), which lets one thread per "
+          "warpgroup arrive, as the barrier counts 2; ring.advance(STAGES), which flips the phase after the last slot."),
+    wrong_files={
+        "the starter (nothing consumed)": "starter",
+        "frees the slot before the wgmma wait": "wrong_release_before_wait",
+        "never flips the phase": "wrong_phase_never_flipped",
+        "overwrites the accumulators every k-tile": "wrong_overwrites_each_k_tile",
+        "every consumer thread arrives on empty": "wrong_every_thread_arrives",
+    },
+    live=cases.wgmma_gemm_cases,
+    sizes=tuple(range(len(WGMMA_SHAPES))),
+    size_labels=tuple(f"{m}×{n}×{k}" for m, n, k in WGMMA_SHAPES),
+    static=_wgmma_consumer_checks,
+    min_cc=9.0,
+    arch="sm_90a",
+    fault_hint=("Here that most likely means a barrier wait that never completed: after 0.5 s mbar_wait traps. "
+                "Check that the consumers wait with ring.phase, free every slot they read, and that ring.advance "
+                "runs once per k-tile"),
+    slow_hint=("Look for a wait that serializes more than it must (a wgmma_wait inside the k16 steps) or a "
+               "__syncthreads in the loop: the producer and the consumers should only meet at the barriers."),
+)
+
+
 # ---- notebook 12: decode attention that reads each KV row once for its group of query heads
 
 def _decode_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
@@ -764,7 +850,7 @@ GROUPED_DECODE = KernelExercise(
 
 EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM,
                                                             PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE,
-                                                            WARP_SPECIALIZED, GROUPED_DECODE, MYSTERY)}
+                                                            WARP_SPECIALIZED, WGMMA_CONSUMER, GROUPED_DECODE, MYSTERY)}
 
 
 def exercise(name: str) -> KernelExercise:

@@ -57,6 +57,30 @@ def kernel_sass(cubin: bytes, kernel: str) -> list[str] | None:
         return None
 
 
+def _capability(arch: str) -> str:
+    digits = arch.removeprefix("sm_").rstrip("a")
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def exercise_arch(ex: KernelExercise) -> tuple[str, str | None]:
+    """(the architecture the exercise compiles for here, why it cannot run on this GPU or None). An exercise
+    for an architecture-specific target (``ex.arch``, sm_90a) compiles for it alone; one whose GPU is too old
+    compiles for its minimum. Without a GPU this is the recorded GPU's architecture."""
+    here = cuda.target_arch()
+    if ex.arch is not None:
+        if here.rstrip("a") == ex.arch.rstrip("a"):
+            return ex.arch, None
+        return ex.arch, (f"This exercise's instructions exist on {ex.arch} alone (compute capability "
+                         f"{_capability(ex.arch)}: the \"a\" marks features later GPUs do not keep) and this GPU is "
+                         f"{_capability(here)}: it is compiled for {ex.arch} and checked statically, but it cannot run "
+                         "here. It runs on a Hopper GPU (H100, H200).")
+    if int(here.removeprefix("sm_").rstrip("a")) < round(10 * ex.min_cc):
+        return f"sm_{round(10 * ex.min_cc)}", (
+            f"This exercise needs compute capability {ex.min_cc:g} or newer and this GPU is {_capability(here)}: it "
+            f"is compiled for sm_{round(10 * ex.min_cc)} and checked statically, but it cannot run here.")
+    return here, None
+
+
 def compile_exercise(ex: KernelExercise, source: str, arch: str) -> tuple[bytes, cuda.KernelResources | None, list[str]]:
     """(cubin, the kernel's resources, problems). NVRTC's messages keep the cell's line numbers."""
     return ex.files.compile(source, arch)
@@ -113,7 +137,9 @@ def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool:
             san = shutil.which("compute-sanitizer")
             if san is None:
                 return {"sanitizer": "compute-sanitizer is not on PATH (it ships with the CUDA toolkit)"}
-            cmd = [san, "--tool", tool, "--error-exitcode", "86", "--print-limit", "5"] + cmd
+            # Host API errors are not the kernel's: the CUDA Python bindings probe driver entry points this
+            # driver may lack (cuGetProcAddress), which memcheck would report against a clean kernel.
+            cmd = [san, "--tool", tool, "--report-api-errors", "no", "--error-exitcode", "86", "--print-limit", "5"] + cmd
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         with tempfile.TemporaryFile(mode="w+") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
@@ -334,12 +360,8 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
         return Verdict("The cell is empty: write the kernel (the starter code is printed by "
                        f"kernel_exercises.starter({name!r})).", False)
     live = runtime.mode() == "live" if live is None else live
-    arch, too_old = cuda.target_arch(), None
-    if int(arch.removeprefix("sm_").rstrip("a")) < round(10 * ex.min_cc):
-        too_old = (f"This exercise needs compute capability {ex.min_cc:g} or newer and this GPU is "
-                   f"{arch.removeprefix('sm_')[:-1]}.{arch.removeprefix('sm_')[-1]}: it is compiled for sm_"
-                   f"{round(10 * ex.min_cc)} and checked statically, but it cannot run here.")
-        arch, live = f"sm_{round(10 * ex.min_cc)}", False
+    arch, too_old = exercise_arch(ex)
+    live = live and too_old is None
     cubin, res, problems = compile_exercise(ex, source, arch)
     if problems:
         return Verdict("\n".join(problems), False)
@@ -403,7 +425,8 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
 def resources(name: str, source: str) -> cuda.KernelResources:
     """What ptxas gives ``source`` for this GPU (the recorded GPU's architecture in replay), with no
     verdict: the compile report alone. A source that does not compile raises with NVRTC's log."""
-    return exercise(name).files.resources(source, cuda.target_arch())
+    ex = exercise(name)
+    return ex.files.resources(source, exercise_arch(ex)[0])
 
 
 def starter(name: str) -> str:
