@@ -164,10 +164,13 @@ def test_the_wgmma_consumers_wrong_kernels_are_rejected_live(label, says):
     assert not verdict.correct and all(s in verdict for s in says), verdict
 
 
-def test_the_wgmma_consumer_solution_runs_at_rung_3s_speed():
-    verdict = ke.check("wgmma_consumer", catalog.WGMMA_CONSUMER.solution, time_limit_s=60)
-    assert verdict.correct and "hopper_gemm.hgemm_3_specialized" in verdict, verdict
-    assert "✔ compute-sanitizer racecheck at" in verdict and "✔ compute-sanitizer synccheck at" in verdict, verdict
+def test_the_wgmma_consumer_solution_and_a_group_kept_in_flight_are_correct_at_rung_3s_speed():
+    from test_kernel_exercises import wgmma_in_flight
+
+    for source in (catalog.WGMMA_CONSUMER.solution, wgmma_in_flight()):
+        verdict = ke.check("wgmma_consumer", source, time_limit_s=60)
+        assert verdict.correct and "hopper_gemm.hgemm_3_specialized" in verdict, verdict
+        assert "✔ compute-sanitizer racecheck at" in verdict and "✔ compute-sanitizer synccheck at" in verdict, verdict
 
 
 def test_a_byte_count_that_never_completes_traps_instead_of_hanging():

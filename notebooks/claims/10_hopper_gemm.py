@@ -3,18 +3,19 @@ and against the live run committed with the notebook.
 
 Every "% of cuBLAS" here is a range, checked in each run that states it (the ladder and the ablations).
 At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited), rung 5's share is
-89–90% and rung 7's 96–97% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 10% apart,
+89–90% and rung 7's 96–98% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 10% apart,
 so the share there is stated as the range it takes over the recorded and live runs."""
 from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.exercises.kernel import cases, catalog
 from course_lib.labs import hopper_gemm as lab
 from course_lib.launch import hopper_gemm
-from course_lib.measure.claims import Analytic, Given, Measured
+from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import hopper
 
 CEILINGS, LADDER, ABLATIONS, PROFILE = "hopper.ceilings", "hopper.ladder", "hopper.ablations", "hopper.profile"
 S2, S4, S8, SK = "2048×2048×2048", "4096×4096×4096", "8192×8192×8192", "2048×2048×16384"
 SHAPES = (S2, S4, S8, SK)
+TIED_SHAPES = ("2304×2304×2304", "512×4096×4096")   # where rungs 2 and 3 are one plan to the model
 RUNG = {n: k for n, k in enumerate(("hgemm_1_tma_wgmma", "hgemm_2_ring", "hgemm_3_specialized", "hgemm_4_wide",
                                     "hgemm_5_persistent", "hgemm_6_cluster", "hgemm_7_tma_store"), start=1)}
 PEAK = hardware.spec("h200").peak("bf16")     # the datasheet's dense bf16 peak
@@ -337,8 +338,8 @@ def sweep_rung7(shapes_r, ladder_r):
 
 CLAIMS = [
     # the headline
-    Measured("which reaches 96–97% of cuBLAS at 4096³ in every run", LADDER, share7(S4), (0.96, 0.975), unit="%"),
-    Measured("which reaches 96–97% of cuBLAS at 4096³ in every run", ABLATIONS, share7(S4), (0.96, 0.975), unit="%"),
+    Measured("which reaches 96–98% of cuBLAS at 4096³ in every run", LADDER, share7(S4), (0.96, 0.985), unit="%"),
+    Measured("which reaches 96–98% of cuBLAS at 4096³ in every run", ABLATIONS, share7(S4), (0.96, 0.985), unit="%"),
 
     # the tile calculator (course_lib.models.hopper.tile_budget; tests/test_widgets_hopper_gemm.py holds it to
     # the compile report)
@@ -405,13 +406,13 @@ CLAIMS = [
              unit="%"),
     Measured("adds about 8% to rung 6's rate at 4096³", LADDER, lambda r: rung_rate(r, 7, S4) / rung_rate(r, 6, S4) - 1,
              (0.065, 0.1), unit="%"),
-    Measured("Rung 7 stands at 96–97% of cuBLAS at 4096³ in every run, at 95–97% at 2048³ and at 96–100% at the "
-             "K-heavy shape", LADDER, rung7_shares, [(0.96, 0.975), (0.945, 0.975), (0.96, 1.005)], unit="%"),
+    Measured("Rung 7 stands at 96–98% of cuBLAS at 4096³ in every run, at 95–98% at 2048³ and at 96–100% at the "
+             "K-heavy shape", LADDER, rung7_shares, [(0.96, 0.985), (0.945, 0.985), (0.96, 1.005)], unit="%"),
     Measured("rung 5 stood at 89–90% at 4096³ in every run, a rate about 10% below cuBLAS's", LADDER,
              lambda r: (share(S4)(r), 1 - share(S4)(r)), [(0.885, 0.905), (0.095, 0.115)], unit="%"),
-    Measured("At 2048³, where cuBLAS's two protocols disagree (below), rung 5 stands at 77–83%, and rung 2 at 80–86%, "
+    Measured("At 2048³, where cuBLAS's two protocols disagree (below), rung 5 stands at 77–84%, and rung 2 at 80–87%, "
              "above rungs 3–6", LADDER,
-             lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.835), (0.80, 0.865), (1, 1)], unit="%"),
+             lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.845), (0.80, 0.875), (1, 1)], unit="%"),
     Measured("At the K-heavy shape rung 5 stands at 95–98%, but there most cases ran power-limited",
              LADDER, at_long_k, [(0.945, 0.985), (0.5, 1)], unit="%"),
     Measured("At 8192³ rung 5 stands at 0.97 times cuBLAS's rate in every run and rung 7 at 1.00 to 1.04 times, with "
@@ -442,7 +443,7 @@ CLAIMS = [
              (1900, 1980), unit=" MHz"),
     Measured("its two protocols came out 0–10% apart there from run to run", LADDER, protocol_gap(S8), (0, 0.10), unit="%"),
     Analytic("the table flags a case beyond the harness's 3%", lambda: timing.PROTOCOL_TOLERANCE, (0.03, 0.03), unit="%"),
-    Measured("at 2048³, where the calls are short, they came out 5–12% apart", LADDER, protocol_gap(S2), (0.05, 0.12),
+    Measured("at 2048³, where the calls are short, they came out 5–14% apart", LADDER, protocol_gap(S2), (0.05, 0.14),
              unit="%"),
     Measured("It also runs another kernel at 8192³ than at 4096³ (the table's library-kernel column: a 320×128 tile against "
              "256×128)", LADDER, other_kernel_at_8192, (1, 1)),
@@ -452,20 +453,20 @@ CLAIMS = [
              cublas_loses_more(RUNG[5]), (0.5, 0.99), unit="×"),
     Measured("In both the ladder and the ablation run cuBLAS loses more than rung 5 between the two sizes", ABLATIONS,
              cublas_loses_more("rung 5 as built"), (0.5, 0.99), unit="×"),
-    Measured("rung 5 came out at 0.97 times cuBLAS's rate at 8192³ in every run, recorded and live, though both rates "
-             "are power-limited", LADDER, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
-             [(0.965, 0.975), (1, 1)], unit="×"),
-    Measured("rung 5 came out at 0.97 times cuBLAS's rate at 8192³ in every run, recorded and live, though both rates "
-             "are power-limited", ABLATIONS, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
-             [(0.965, 0.975), (1, 1)], unit="×"),
+    Measured("rung 5 came out at 0.94–0.97 times cuBLAS's rate at 8192³ over the runs, recorded and live, though both "
+             "rates are power-limited", LADDER, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
+             [(0.935, 0.975), (1, 1)], unit="×"),
+    Measured("rung 5 came out at 0.94–0.97 times cuBLAS's rate at 8192³ over the runs, recorded and live, though both "
+             "rates are power-limited", ABLATIONS, lambda r: (share(S8)(r), float(cublas_case(r, S8).power_limited)),
+             [(0.935, 0.975), (1, 1)], unit="×"),
     Measured("At 4096³ cuBLAS held steady at about 770 TFLOP/s, its two protocols within 3% of each other, so rung 5's "
-             "89–90% and rung 7's 96–97% of it there", LADDER,
+             "89–90% and rung 7's 96–98% of it there", LADDER,
              lambda r: (cublas(r, S4), protocol_gap(S4)(r), share(S4)(r), share7(S4)(r)),
-             [(760, 785), (0, 0.03), (0.885, 0.905), (0.96, 0.975)]),
+             [(760, 785), (0, 0.03), (0.885, 0.905), (0.96, 0.985)]),
     Measured("At 4096³ cuBLAS held steady at about 770 TFLOP/s, its two protocols within 3% of each other, so rung 5's "
-             "89–90% and rung 7's 96–97% of it there", ABLATIONS,
+             "89–90% and rung 7's 96–98% of it there", ABLATIONS,
              lambda r: (cublas(r, S4), protocol_gap(S4)(r), share(S4)(r), share7(S4)(r)),
-             [(760, 785), (0, 0.03), (0.885, 0.905), (0.96, 0.975)]),
+             [(760, 785), (0, 0.03), (0.885, 0.905), (0.96, 0.985)]),
 
     # the profile
     Measured("about two thirds for rung 1, about 84% for rung 5, about 92% for rung 7, about 95% for cuBLAS", PROFILE,
@@ -486,7 +487,7 @@ CLAIMS = [
     Measured("Its count fell by about a tenth", PROFILE, metric_ratio(L2, RUNG[6], RUNG[5]), (0.86, 0.94), unit="×"),
     Analytic("its count should be 512 tiles × (128 + 128) · 4096 · 2 bytes = 1 GiB",
              lambda: 512 * (128 + 128) * 4096 * 2 / 2 ** 30, (1, 1)),
-    Measured("and it is within 4% of that", PROFILE, lambda r: ncu(r, "cublas")[L2] / 2 ** 30, (0.955, 1.045), unit="×"),
+    Measured("and it is within 6% of that", PROFILE, lambda r: ncu(r, "cublas")[L2] / 2 ** 30, (0.94, 1.06), unit="×"),
     Measured("Rungs 6 and 7 show about half a percent of", PROFILE,
              lambda r: (stall(r, RUNG[6], "membar"), stall(r, RUNG[7], "membar")), [(0.003, 0.008), (0.003, 0.008)],
              unit="%"),
@@ -531,9 +532,9 @@ CLAIMS = [
     Measured("(rung 7 against rung 6): 5–8% shorter", ABLATIONS,
              lambda r: tuple(-c for c in changes("stmatrix + TMA store epilogue (rung 7)")(r)),
              [(0.045, 0.085), (0.045, 0.085)], unit="%"),
-    Measured("within 3% either way for rung 5, and from level to 3% slower for rung 7", ABLATIONS,
+    Measured("within 3% either way for rung 5, and from 1.5% faster to 3% slower for rung 7", ABLATIONS,
              lambda r: (abs_changes("rung 5 with one wgmma group in flight")(r),)
-             + change_range("rung 7 with one wgmma group in flight")(r), [(0, 0.03), (-0.005, 0.03), (-0.005, 0.03)],
+             + change_range("rung 7 with one wgmma group in flight")(r), [(0, 0.03), (-0.015, 0.03), (-0.015, 0.03)],
              unit="%"),
     Measured("runs at half its speed or less: with no pipeline, occupancy was all that hid its loads", ABLATIONS,
              rung1_held_speed, [(0.3, 0.51), (0.3, 0.51)], unit="×"),
@@ -560,12 +561,12 @@ CLAIMS = [
     Measured("cuBLAS issues twice rung 5's wgmma instructions and keeps its tensor pipe busier", PROFILE,
              lambda r: (ncu(r, "cublas")[GMMA_COUNT] / ncu(r, RUNG[5])[GMMA_COUNT],
                         ncu(r, "cublas")[TENSOR] - ncu(r, RUNG[5])[TENSOR]), [(2, 2), (5, 20)]),
-    Measured("The best rung, rung 7, reached 96–97% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two "
+    Measured("The best rung, rung 7, reached 96–98% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two "
              "protocols agreed there and no case ran power-limited)", LADDER, steady_at_4096,
-             [(0.96, 0.975), (1, 1), (0, 0)], unit="%"),
-    Measured("The best rung, rung 7, reached 96–97% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two "
+             [(0.96, 0.985), (1, 1), (0, 0)], unit="%"),
+    Measured("The best rung, rung 7, reached 96–98% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two "
              "protocols agreed there and no case ran power-limited)", ABLATIONS, steady_at_4096,
-             [(0.96, 0.975), (1, 1), (0, 0)], unit="%"),
+             [(0.96, 0.985), (1, 1), (0, 0)], unit="%"),
     Given("the course's target for this GEMM, 95% of cuBLAS at 4096³ and 8192³",
           "the course's goal for its Hopper GEMM (TARGET above), a goal set by the course, not a measurement"),
     Measured("where every case ran power-limited and cuBLAS's two protocols came out up to 10% apart, it came out at 1.00 "
@@ -583,18 +584,19 @@ CLAIMS = [
              lambda: (hopper_gemm.output_tiles(hopper_gemm.rung(7), 128, 4096),
                       hopper_gemm.geometry(hopper_gemm.rung(7), 128, 4096, SMS)[0][0]), [(16, 16), (32, 32)]),
     Measured("16 of the 132 SMs do useful work, and rung 7 reaches 35–38% of cuBLAS. Split-K ×4 runs 128 blocks of "
-             "128×128 and reaches 93–97%, and the model picks it", (SHAPES_X, LADDER), thin_shape,
-             [(0.345, 0.385), (0.925, 0.975), (1, 1)], unit="%"),
+             "128×128 and reaches 93–99%, and the model picks it", (SHAPES_X, LADDER), thin_shape,
+             [(0.345, 0.385), (0.925, 0.995), (1, 1)], unit="%"),
     Analytic("Split-K ×4 runs 128 blocks of 128×128", lambda: hopper_gemm.split_k_grid(128, 4096, 4096, 4)[0] * 4,
              (128, 128)),
-    Measured("the dispatch's picks reach a geometric mean of about 88% of cuBLAS, the lowest about 67% at 2304³",
+    Measured("the dispatch's picks reach a geometric mean of about 88% of cuBLAS, the lowest 66–71% at 2304³",
              (SHAPES_X, LADDER), lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l),
                                                float(lowest_pick(s, l) == "2304×2304×2304")),
-             [(0.86, 0.90), (0.65, 0.69), (1, 1)], unit="%"),
-    Analytic("rung 2, has 324 tiles for 132 SMs: two rounds on every SM and a third on 60 of them",
-             lambda: (hopper_gemm.output_tiles(hopper_gemm.rung(2), 2304, 2304), SMS,
-                      hopper_gemm.sm_rounds(hopper_gemm.rung(2), 2304, 2304, SMS),
-                      hopper_gemm.output_tiles(hopper_gemm.rung(2), 2304, 2304) - 2 * SMS), [(324, 324), (132, 132), (3, 3), (60, 60)]),
+             [(0.86, 0.90), (0.655, 0.715), (1, 1)], unit="%"),
+    Analytic("rung 2 or 3, has 324 tiles for 132 SMs: two rounds on every SM and a third on 60 of them",
+             lambda: tuple(v for n in (2, 3) for v in (hopper_gemm.output_tiles(hopper_gemm.rung(n), 2304, 2304), SMS,
+                                                     hopper_gemm.sm_rounds(hopper_gemm.rung(n), 2304, 2304, SMS),
+                                                     hopper_gemm.output_tiles(hopper_gemm.rung(n), 2304, 2304) - 2 * SMS)),
+             [(324, 324), (132, 132), (3, 3), (60, 60)] * 2),
     Measured("with 3000³ and 3072³ next at 72–74%", (SHAPES_X, LADDER),
              lambda s, l: tuple(shape_row(s, l, x)["pick %"] / 100 for x in ("3000×3000×3000", "3072×3072×3072")),
              [(0.715, 0.745), (0.715, 0.745)], unit="%"),
@@ -605,18 +607,22 @@ CLAIMS = [
     Measured("at 512×4096×4096 rung 3 reached about 87% of cuBLAS and rung 2 about 72%", (SHAPES_X, LADDER),
              lambda s, l: tuple(shape_row(s, l, "512×4096×4096")[f"rung {n} %"] / 100 for n in (3, 2)),
              [(0.84, 0.90), (0.69, 0.75)], unit="%"),
-    Measured("in every run here it picked rung 2 at 2304³ and 512×4096×4096, where rung 3 was faster", (SHAPES_X, LADDER),
-             lambda s, l: tuple(float(shape_row(s, l, x)["dispatch picks"] == "rung 2"
-                                      and shape_row(s, l, x)["rung 3 %"] > shape_row(s, l, x)["rung 2 %"])
-                                for x in ("2304×2304×2304", "512×4096×4096")), [(1, 1), (1, 1)]),
+    Measured("from run to run it picked rung 2 or rung 3 at 2304³ and 512×4096×4096", (SHAPES_X, LADDER),
+             lambda s, l: tuple(float(shape_row(s, l, x)["dispatch picks"] in ("rung 2", "rung 3")) for x in TIED_SHAPES),
+             [(1, 1), (1, 1)]),
+    Recorded("(rung 2 in the recorded runs)", (SHAPES_X, LADDER),
+             lambda s, l: tuple(float(shape_row(s, l, x)["dispatch picks"] == "rung 2") for x in TIED_SHAPES), [(1, 1), (1, 1)]),
+    Measured("and rung 3 was faster there in every run", (SHAPES_X, LADDER),
+             lambda s, l: tuple(float(shape_row(s, l, x)["rung 3 %"] > shape_row(s, l, x)["rung 2 %"]) for x in TIED_SHAPES),
+             [(1, 1), (1, 1)]),
     Measured("the model predicts about 3 µs where the fastest plan, rung 7, takes about 11 µs (the others 12–45 µs), about "
              "as long as cuBLAS", (SHAPES_X, LADDER), small_shape,
              [(2.5, 3.5), (1, 1), (9.8, 12), (11.5, 13.5), (40, 46), (9.8, 12)],
              unit=" µs"),
     Measured("a dispatch over four rungs and split-K, picked by notebook 07's SM-round model, reaches about 88%, none "
-             "below about 67%", (SHAPES_X, LADDER),
+             "below 66–71%", (SHAPES_X, LADDER),
              lambda s, l: (summary("dispatch geomean %")(s, l), summary("dispatch lowest %")(s, l)),
-             [(0.86, 0.90), (0.65, 0.69)], unit="%"),
+             [(0.86, 0.90), (0.655, 0.715)], unit="%"),
     Measured("Over fourteen more shapes rung 7 alone has a geometric mean of about 76% of cuBLAS", (SHAPES_X, LADDER),
              summary("rung 7 geomean %"), (0.74, 0.78), unit="%"),
     Analytic("holds it to 1.25× the reference solution's time", lambda: catalog.WGMMA_CONSUMER.max_slowdown,
