@@ -181,9 +181,7 @@ def test_a_byte_count_that_never_completes_traps_instead_of_hanging():
 
 def test_a_correct_kernel_that_does_far_more_work_than_the_reference_is_not_passed():
     """A grid-stride loop stepping by gridDim.x alone: every element right, each written 256 times."""
-    slow = ('extern "C" __global__ void scale(float* y, const float* x, float a, long long n) {\n'
-            '    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += gridDim.x)\n'
-            '        y[i] = a * x[i];\n}\n')
+    slow = catalog.SCALE.wrong["a stride of gridDim.x alone (each element written blockDim.x times)"]
     verdict = ke.check("scale_grid_stride", slow)
     assert not verdict.correct and ": correct" in verdict and "not yet what this exercise asks" in verdict, verdict
     assert "this exercise's reference solution" in verdict

@@ -481,9 +481,12 @@ def _sum_squares_cases(fn, sizes, time_it: bool, threads: int, course, course_ke
 
 
 def async_pipeline_cases(fn, sizes, time_it: bool) -> dict:
+    # Beside the course kernel with three stages: it waits for tile j with tile j + 1 still in flight, as a
+    # two-slot loop that issues the next tile before it waits does. The course's two-stage build waits for
+    # every copy before it issues the next (cp.async.wait_group 0), one tile in flight at a time.
     return _sum_squares_cases(fn, sizes, time_it, PIPELINE_THREADS,
-                              lambda x, partial, sms: run_stream("stream_cp_async", x, partial, sms, stages=2),
-                              "pipeline.stream_cp_async (2 stages, one block per SM)")
+                              lambda x, partial, sms: run_stream("stream_cp_async", x, partial, sms, stages=3),
+                              "pipeline.stream_cp_async (3 stages, one block per SM)")
 
 
 def warp_specialized_cases(fn, sizes, time_it: bool) -> dict:

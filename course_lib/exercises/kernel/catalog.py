@@ -274,6 +274,7 @@ SCALE = KernelExercise(
         "off by one at the tail": "wrong_off_by_one_at_the_tail",
         "an int index (it wraps past 2^31)": "wrong_int_index",
         "a stride written for one grid": "wrong_stride_for_one_grid",
+        "a stride of gridDim.x alone (each element written blockDim.x times)": "wrong_stride_of_gridDim_only",
     },
     live=cases.scale_cases,
     sizes=(1, 255, 257, 4096, 100_003, cases.SCALE_TIMED_SIZE, cases.SCALE_HUGE_SIZE),
