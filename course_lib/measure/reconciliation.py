@@ -44,6 +44,9 @@ class _Records:
         return self._cache[experiment].case(name)
 
 
+SHARED_BYTES_PER_CLOCK = 128   # per SM: 32 banks of 4 bytes, one wavefront per clock
+
+
 def _bound(flop: float, nbytes: float, peak: float, bandwidth: float) -> float:
     return max(flop / peak if flop else 0.0, nbytes / bandwidth)
 
@@ -65,8 +68,10 @@ def rows(gpu: str = "h200") -> list[Row]:
     copy = rec.case("machine.copy_bandwidth", "course copy_vec4")
     copy_bw = copy.bytes / copy.median_s
     out.append(Row("01", "vector_add_vec4, n = 2^26", hbm, _bound(c.flop, c.bytes, fp32, bw), c.median_s,
-                   f"the best copy measured {copy_bw / 1e12:.2f} TB/s, {100 * copy_bw / bw:.0f}% of the datasheet: "
-                   f"at that rate this kernel would take {c.bytes / copy_bw * 1e6:.0f} µs"))
+                   f"the best copy measured {copy_bw / 1e12:.2f} TB/s, {100 * copy_bw / bw:.0f}% of the datasheet; "
+                   f"this kernel ran at {c.bytes / c.median_s / 1e12:.2f} TB/s, {100 * c.bytes / c.median_s / copy_bw:.0f}% "
+                   "of that copy: the copy is an empirical reference, not a roof (its 1:1 mix of reads and writes is "
+                   "not this kernel's 2:1, and both move a little from run to run)"))
 
     c = rec.case("occupancy.register_spill", "--maxrregcount=32")
     free = rec.case("occupancy.register_spill", "as compiled (no cap)")
@@ -76,10 +81,13 @@ def rows(gpu: str = "h200") -> list[Row]:
                    f"{free.extra['spill_store_bytes']}; the uncapped build takes {free.median_s * 1e6:.0f} µs"))
 
     c = rec.case("coalescing.strided_copy", "stride 16")
-    dram = c.extra["ncu"]["dram__bytes_read.sum"] + c.extra["ncu"]["dram__bytes_write.sum"]
+    read, written = c.extra["ncu"]["dram__bytes_read.sum"], c.extra["ncu"]["dram__bytes_write.sum"]
     out.append(Row("04", "strided copy, stride 16", hbm + " (useful bytes)", _bound(0, c.bytes, fp32, bw), c.median_s,
-                   f"sector model: {100 * c.extra['model']['read_efficiency']:.1f}% of each read sector is used; "
-                   f"ncu: DRAM moved {dram / c.bytes:.1f}× the useful bytes"))
+                   f"sector model: {100 * c.extra['model']['read_efficiency']:.1f}% of each read sector is used, "
+                   f"{1 / c.extra['model']['read_efficiency']:.0f}× the read bytes; ncu: DRAM read "
+                   f"{read / (c.bytes / 2):.1f}× the useful reads (each 32-byte sector read brought 64 bytes from DRAM, "
+                   f"notebook 04) and wrote {written / (c.bytes / 2):.1f}× the useful writes, {(read + written) / c.bytes:.1f}× "
+                   "in all"))
 
     c = rec.case("transpose.ladder", "naive (no shared memory)")
     best = rec.case("transpose.ladder", "padded tile 64×65")
@@ -87,14 +95,22 @@ def rows(gpu: str = "h200") -> list[Row]:
                    f"writes {100 * c.extra['model']['write_efficiency']:.1f}% sector-efficient (model; ncu "
                    f"{c.extra['ncu']['l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum'] / c.extra['ncu']['l1tex__t_requests_pipe_lsu_mem_global_op_st.sum']:.0f} "
                    f"sectors per store request); the padded 64×65 tile takes {best.median_s * 1e6:.0f} µs"))
+    at_copy = best.bytes / copy_bw
+    residual, gap = best.median_s - _bound(0, best.bytes, fp32, bw), at_copy - _bound(0, best.bytes, fp32, bw)
     out.append(Row("05", "transpose, padded 64×65 tile", hbm, _bound(0, best.bytes, fp32, bw), best.median_s,
-                   f"{best.bytes / best.median_s / copy_bw * 100:.0f}% of the measured copy bandwidth: the residual is "
-                   "the datasheet-to-achievable gap of notebook 01's row"))
+                   f"{best.bytes / best.median_s / copy_bw * 100:.0f}% of the measured copy bandwidth: of its "
+                   f"{residual * 1e6:.1f} µs residual, {gap * 1e6:.1f} µs is the datasheet-to-achievable gap of notebook "
+                   f"01's row (these bytes at the copy's rate take {at_copy * 1e6:.1f} µs) and "
+                   f"{(residual - gap) * 1e6:.1f} µs is the kernel's own"))
 
     c = rec.case("banks.probe", "4 B row")
+    smem_bw = spec.sm_count * SHARED_BYTES_PER_CLOCK * spec.boost_clock_mhz * 1e6
     out.append(Row("05", "shared-memory probe, 4 B rows", hbm + " (the wrong level)", _bound(0, c.bytes, fp32, bw),
                    c.median_s, "negative: these bytes move between shared memory and registers, never through HBM; "
-                   "a bound at HBM does not apply. Named at the right level, it is shared memory's bandwidth"))
+                   f"a bound at HBM does not apply. At the right level, shared memory ({spec.sm_count} SMs × "
+                   f"{SHARED_BYTES_PER_CLOCK} B per clock × {spec.boost_clock_mhz / 1e3:.2f} GHz = "
+                   f"{smem_bw / 1e12:.1f} TB/s), the bound is {c.bytes / smem_bw * 1e6:.1f} µs against "
+                   f"{c.median_s * 1e6:.1f} µs observed"))
 
     c = rec.case("gemm.fp32_ladder", "sgemm_warptile_db_16x8, n=4096")
     lib = rec.case("gemm.fp32_ladder", "cuBLAS fp32, n=4096")
@@ -127,15 +143,20 @@ def rows(gpu: str = "h200") -> list[Row]:
 
     c = rec.case("pipeline.streaming", "stream_sync, 1 block/SM")
     bulk = rec.case("pipeline.streaming", "stream_bulk, 1 block/SM, 4 stages")
+    # The TMA ring keeps all S tiles on their way (notebook 09's max_bytes_in_flight); records made before that count
+    # was corrected store S - 1 tiles, so the tile is read from the one-stage case, where both counts agree.
+    tile = rec.case("pipeline.streaming", "stream_bulk, 1 block/SM, 1 stage").extra["max_bytes_in_flight_per_sm"]
     out.append(Row("09", "stream_sync, 1 block per SM", hbm, _bound(c.flop, c.bytes, fp32, bw), c.median_s,
                    f"{c.extra['max_bytes_in_flight_per_sm']:,} B in flight per SM; the TMA stream with 4 stages keeps "
-                   f"{bulk.extra['max_bytes_in_flight_per_sm']:,} B and takes {bulk.median_s * 1e6:.0f} µs (Little's law)"))
+                   f"{bulk.params['stages'] * tile:,} B and takes {bulk.median_s * 1e6:.0f} µs (Little's law)"))
 
     c = rec.case("hopper.profile", "hgemm_5_persistent, 4096×4096×4096")
     out.append(Row("10", "hgemm_5_persistent, n = 4096", f"bf16 peak {bf16 / 1e12:.0f} TFLOP/s",
                    _bound(c.flop, c.bytes, bf16, bw), c.median_s,
                    f"ncu: tensor pipe active {c.extra['ncu']['sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active']:.0f}% "
-                   "of the time; the rest is the stalls of notebook 10's profile table"))
+                   f"of the time, while the kernel delivers {100 * c.flop_per_s / bf16:.0f}% of the peak: the pipe is "
+                   "idle the rest of the time (the stalls of notebook 10's profile table), and the points between "
+                   "the two figures are the clock under load and the rate per active cycle, not stalls"))
     return out
 
 

@@ -106,8 +106,9 @@ FAILURES: tuple[Failure, ...] = (
         "Occupancy counts the warps that are resident, not the warps able to issue an instruction this cycle, "
         "and resident warps may all be waiting on memory. The copy with one load per thread filled every warp "
         "slot and was still beaten by kernels using half or a quarter of the slots whose threads each kept eight "
-        "loads in flight. A memory-bound kernel needs bytes in flight, and the profiler's eligible and issued "
-        "warps per cycle show whether the resident warps are working.",
+        "loads in flight. A memory-bound kernel needs bytes in flight, and they, not the resident warps, tell the "
+        "two apart: 4,096 bytes per SM at one load per thread against 32,768 at eight. The faster kernel even "
+        "had fewer eligible and issued warps per cycle, since its warps spend longer waiting on each of their loads.",
         "03_occupancy", "Experiment (b): occupancy is not utilization",
         "occupancy.ilp", "ILP 1, 8 blocks/SM wanted", 'ILP 8, 4 blocks/SM wanted'),
     Failure(
@@ -201,8 +202,8 @@ FAILURES: tuple[Failure, ...] = (
         "Double or triple buffering keeps one tile in use while the next ones arrive, so a block's shared "
         "memory is the size of a stage times the number of stages, not the size of one tile. More stages can "
         "therefore push a block past the point where two of them fit on an SM. The course's bf16 GEMM with 3 "
-        "stages ran two blocks per SM in about 296 µs; with 4 stages only one block fits, and it took about "
-        "394 µs.",
+        "stages ran two blocks per SM; with 4 stages only one block fits, and it ran about a third slower (the "
+        "row beside this gives both medians).",
         "09_async_pipelines", "The GEMM at 1 to 6 stages",
         "pipeline.gemm_stages", "bf16_gemm_mma (tma), 4 stages, 1 block/SM", 'bf16_gemm_mma (tma), 3 stages, 2 blocks/SM'),
     Failure(
