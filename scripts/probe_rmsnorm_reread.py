@@ -16,7 +16,8 @@ smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct \
 
 Macros: VECS float4 a thread a chunk, CHUNKS chunks (a loop), T threads, BT/BM __launch_bounds__ (BM = 0: none),
 RED 0 every thread adds the 32 partials (block_all_reduce's way) or 1 warp 0 adds them (block_sum's), POL 1 an
-L2 policy created at each load.
+L2 policy created at each load, PERSIST 1 a resident grid walking the rows, PREF 1 (with it) the block's next row
+asked of the L2 (prefetch.global.L2::evict_last) once the current row's sum is known.
 """
 import sys
 
@@ -42,6 +43,12 @@ SRC = r'''
 #endif
 #ifndef CHUNKS
 #define CHUNKS 1
+#endif
+#ifndef PERSIST
+#define PERSIST 0   // 1: one block per SM walks rows blockIdx.x, + gridDim.x, ... (the launch's grid: the SMs)
+#endif
+#ifndef PREF
+#define PREF 0      // 1 (with PERSIST): after the reduction, ask the L2 for this block's next row
 #endif
 #if BM > 0
 #define BOUNDS __launch_bounds__(BT, BM)
@@ -72,9 +79,15 @@ __device__ __forceinline__ float reduce(float v, float* s) {
 #endif
 }
 extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __restrict__ in,
-                                       const float* __restrict__ w, int n, float eps) {
+                                       const float* __restrict__ w, int n, float eps, int rows) {
   __shared__ float s[33];
-  const float* x = in + (size_t)blockIdx.x * n; float* y = out + (size_t)blockIdx.x * n;
+#if PERSIST
+  for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+  __syncthreads();   // s[] of the last row is read
+#else
+  { const int row = blockIdx.x;
+#endif
+  const float* x = in + (size_t)row * n; float* y = out + (size_t)row * n;
   float sq = 0.f;
   {
 #if POL == 0
@@ -96,6 +109,13 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
     }
   }
   const float r = rsqrtf(reduce(sq, s) / n + eps);
+#if PREF
+  if (row + gridDim.x < rows) {
+    const float* next = in + (size_t)(row + gridDim.x) * n;
+    for (int e = 32 * threadIdx.x; e < n; e += 32 * blockDim.x)   // one 128-byte line a thread a step
+      asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(next + e));
+  }
+#endif
 #if POL == 0
   const unsigned long long d = l2_policy<false>();
 #endif
@@ -112,16 +132,20 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
       *reinterpret_cast<float4*>(y + e) = make_float4(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w);
     }
   }
+  }
 }
 '''
 ELEMENTS = 1 << 26
 TIMED = {
     8192: [dict(VECS=2, T=1024, BT=1024, BM=2), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1),
            dict(VECS=2, T=1024, BM=0), dict(VECS=2, T=1024, BT=1024, BM=2, POL=1),
-           dict(VECS=4, T=512, BT=512, BM=4, RED=1)],
+           dict(VECS=4, T=512, BT=512, BM=4, RED=1), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1),
+           dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1, PREF=1)],
     16384: [dict(VECS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=2, CHUNKS=2, T=1024, BT=1024, BM=2, RED=1)],
     32768: [dict(VECS=8, T=1024, BT=1024, BM=1), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1),
-            dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=4, CHUNKS=4, T=512, BT=512, BM=4, RED=1)],
+            dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=4, CHUNKS=4, T=512, BT=512, BM=4, RED=1),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, PREF=1)],
 }
 
 
@@ -147,9 +171,13 @@ def operands(n: int):
 
 
 def variant_call(macros: dict, x, w, out):
+    import cupy
+
     fn, threads = build(macros)
     rows, n = x.shape
-    return lambda: fn((rows,), (threads,), (out, x, w, np.int32(n), np.float32(1e-6)))
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    blocks = min(rows, sms * max(1, macros.get("BM", 1))) if macros.get("PERSIST") else rows   # every block resident
+    return lambda: fn((blocks,), (threads,), (out, x, w, np.int32(n), np.float32(1e-6), np.int32(rows)))
 
 
 def inductor_call(x, w):
