@@ -140,12 +140,15 @@ TIMED = {
     8192: [dict(VECS=2, T=1024, BT=1024, BM=2), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1),
            dict(VECS=2, T=1024, BM=0), dict(VECS=2, T=1024, BT=1024, BM=2, POL=1),
            dict(VECS=4, T=512, BT=512, BM=4, RED=1), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1),
-           dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1, PREF=1)],
+           dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1, PREF=1), dict(VECS=4, T=512, BT=512, BM=3, RED=1),
+           dict(VECS=2, CHUNKS=2, T=512, BT=512, BM=3, RED=1)],
     16384: [dict(VECS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=2, CHUNKS=2, T=1024, BT=1024, BM=2, RED=1)],
     32768: [dict(VECS=8, T=1024, BT=1024, BM=1), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1),
             dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=4, CHUNKS=4, T=512, BT=512, BM=4, RED=1),
             dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1),
-            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, PREF=1)],
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, PREF=1),
+            dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=1, RED=1), dict(VECS=4, CHUNKS=2, T=1024, BT=1024, BM=1, RED=1),
+            dict(VECS=1, CHUNKS=8, T=1024, BT=1024, BM=1, RED=1)],
 }
 
 

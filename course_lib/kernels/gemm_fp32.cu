@@ -226,10 +226,12 @@ extern "C" __global__ __launch_bounds__(256) void sgemm_reg2d(const float* __res
         }
 }
 
-// Step 6, vectorised. Step 5 with 16-byte accesses everywhere: one float4
+// Step 6, vectorised. Step 5 with 16-byte accesses written out: one float4
 // global load of A and one of B per thread per stage, float4 reads of the
-// thread's 8 A and 8 B values from shared memory, float4 stores of C. Same
-// arithmetic, a quarter of the load/store instructions.
+// thread's 8 A and 8 B values from shared memory, float4 stores of C. Step 5's
+// shared reads already compile to LDS.128 (notebook 06's SASS table); what
+// changes in the SASS is fewer global loads and shared stores, and PAD, which
+// takes the 8-way conflict out of the transposed store of A.
 // Launch: block (256), grid (ceil(N / 128), ceil(M / 128)).
 extern "C" __global__ __launch_bounds__(256) void sgemm_vec4(const float* __restrict__ A,
                                                              const float* __restrict__ B,

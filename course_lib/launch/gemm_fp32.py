@@ -42,11 +42,13 @@ LADDER: tuple[Step, ...] = (
          "two shared-memory loads per multiply-add: the shared-memory pipe, not HBM, is now the limit",
          "keep several outputs per thread in registers so each shared load feeds several FMAs", (32, 32, 32), 1024, (1, 1)),
     Step(4, "1-D register tiles", "sgemm_reg1d", "8 outputs of a column per thread",
-         "9 shared loads per 8 FMAs is better but still load-heavy, and 64x64 tiles reuse HBM data only 64 times",
+         "each shared load still feeds few FMAs (the compiler reads A's broadcast values as LDS.128: 3 loads per 8 "
+         "FFMAs in the SASS, where the source reads 9), so the shared-memory queue fills; the transposed store of A "
+         "is 8-way conflicted (all of this step's conflict wavefronts)",
          "give each thread an 8x8 block (16 loads per 64 FMAs) and the block a 128x128 tile", (64, 64, 8), 512, (8, 1)),
     Step(5, "2-D register tiles", "sgemm_reg2d", "8x8 outputs per thread, 128x128 tile per block",
-         "scalar global loads (8 per thread per stage) and bank conflicts when the 16 threads of a "
-         "half-warp read B at a stride of 8 floats",
+         "scalar global loads (8 per thread per stage), and bank conflicts in two places: the transposed store "
+         "of A, and the B reads, where a thread's 8 values start 32 bytes after its neighbour's",
          "move 16 bytes per instruction: float4 global loads, shared reads and stores", (128, 128, 8), 256, (8, 8)),
     Step(6, "vectorised", "sgemm_vec4", "float4 global loads, shared reads and C stores",
          "the thread layout still makes a warp's shared reads collide in banks, and every stage "
@@ -63,8 +65,9 @@ LADDER: tuple[Step, ...] = (
          "a 16x8 thread tile (256x128 block): 6 float4 shared loads per 128 FMAs", (128, 128, 8), 256, (8, 8), 2),
     Step(9, "16x8 thread tile", "sgemm_warptile_db_16x8",
          "128 outputs per thread, 256x128 per block, still double-buffered",
-         "one block (8 warps) per SM at about 220 registers per thread; FFMA issue and the "
-         "shared-memory pipe, not HBM, set the pace",
+         "one block (8 warps) per SM at about 220 registers per thread; the schedulers issue on most cycles "
+         "and the shared-memory pipe is far from full (the profile): a hypothesis, with cuBLAS not profiled, is "
+         "instruction issue, the non-FFMA instructions and the cycles with no warp ready",
          "for more, change the unit: tensor cores (the bf16 kernel below)", (256, 128, 8), 256, (16, 8), 2),
 )
 LADDER_KERNELS = [s.kernel for s in LADDER]
