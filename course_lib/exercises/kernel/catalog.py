@@ -785,7 +785,8 @@ WGMMA_CONSUMER = KernelExercise(
           "multiplies its 64 rows of every slot by the slot's B with wgmma, accumulating a 64 × 128 fp32 tile in "
           "registers. Write `consume`: for each k-tile, wait, multiply, free the slot, move on."),
     hint=("Per k-tile: mbar_wait(sl.full(ring.slot), ring.phase); wgmma_fence(); wgmma_slot<BN>(d, sl.a(ring.slot) "
-          "+ a_offset, sl.b(ring.slot), kt > 0) (false overwrites d, which holds garbage on the first k-tile); "
+          "+ a_offset, sl.b(ring.slot), kt > 0) (false makes the first of its four k16 steps overwrite d, which holds "
+          "garbage before the first k-tile); "
           "wgmma_commit(); wgmma_wait<0>(), since wgmma is asynchronous and the slot may not be refilled until "
           "it has been read; accumulators_ready(d); release(sl.empty(ring.slot)), which lets one thread per "
           "warpgroup arrive, as the barrier counts 2; ring.advance(STAGES), which flips the phase after the last slot."),
