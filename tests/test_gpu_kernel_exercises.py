@@ -72,7 +72,7 @@ def test_sanitize_runs_memcheck_and_racecheck_and_racecheck_finds_a_missing_barr
 CAUGHT_LIVE = [
     ("scale_grid_stride", "an int index (it wraps past 2^31)", ("2,147,483,653", "launch failed")),
     ("scale_grid_stride", "a stride written for one grid", ("on a grid of 3 blocks: WRONG",)),
-    ("row_sum_squares_budget", "an unrolled loop that drops the last 4 when cols is a multiple of 4", ("n = 17: WRONG",)),
+    ("row_sum_squares_budget", "an unrolled loop that drops the last 4 when cols is a multiple of 4", ("17×4: WRONG",)),
     ("warp_row_sums", "a warp per row, each lane a contiguous piece (uncoalesced)", ("✘ Counted by Nsight Compute",)),
     ("transpose_tile", "writes not transposed through the tile (uncoalesced)", ("✘ Counted by Nsight Compute",)),
     ("transpose_tile", "no padding (32-way conflicts)", ("passes on average",)),   # the wavefront count's ✘

@@ -174,7 +174,7 @@ def row_sum_cases(fn, sizes, time_it: bool) -> dict:
         wrong = _first_wrong(got[:rows], want)
         if wrong is None and (past := _overrun(got, rows)) is not None:
             wrong = f"it wrote past the end: out[{rows + past}] of {rows} rows"
-        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+        out["cases"].append({"size": f"{rows:,}×{cols:,}", "passed": wrong is None, "first_wrong": wrong})
     return out
 
 

@@ -310,6 +310,7 @@ ROW_SUMS = KernelExercise(
     },
     live=cases.row_sum_cases,
     sizes=tuple(cases.ROW_SUM_COLS),
+    size_labels=tuple(f"{rows:,}×{cols:,}" for rows, cols in cases.ROW_SUM_COLS.items()),   # rows × cols
     static=_within_budget,
 )
 
