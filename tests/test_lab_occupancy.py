@@ -224,3 +224,16 @@ def test_the_course_kernel_table_uses_each_kernels_recorded_launch(monkeypatch):
     wide = rows["hopper_gemm.hgemm_4_wide"]
     assert wide["threads"] == 384 and wide["dynamic smem B"] > 190_000 and wide["resident blocks"] == 1
     assert rows["elementwise.copy"]["block from"] == "contract" and rows["elementwise.copy"]["dynamic smem B"] == 0
+
+
+def test_a_recorded_case_names_its_kernel_by_its_trace_when_its_kernel_field_is_a_label():
+    from course_lib.labs.occupancy import _launched_kernel
+
+    one = {"kernel": "course one pass", "extra": {"kernels": {"count": 1, "distinct": ["softmax_one_pass"]}}}
+    two = {"kernel": "course two pass", "extra": {"kernels": {"count": 2, "distinct": ["softmax_row_stats",
+                                                                                      "softmax_normalize"]}}}
+    assert _launched_kernel(one) == "fusion.softmax_one_pass"
+    assert _launched_kernel(two) is None   # two kernels ran: the one launch recorded is not both of theirs
+    assert _launched_kernel({"kernel": "fusion.rmsnorm_reread"}) == "fusion.rmsnorm_reread"
+    assert _launched_kernel({"kernel": "cuBLAS bf16", "extra": [1, 2]}) is None
+    assert _launched_kernel({"kernel": "course", "extra": {"kernels": {"distinct": ["not_a_course_kernel"]}}}) is None

@@ -347,10 +347,35 @@ def _recorded_launches(gpu_slug: str) -> dict[str, Counter]:
     out: dict[str, Counter] = defaultdict(Counter)
     for path in sorted((RECORDED_DIR / gpu_slug).glob("*.json")):
         for case in json.loads(path.read_text())["cases"]:
-            launch = case.get("launch")
-            if launch and case.get("kernel"):
-                out[case["kernel"]][(math.prod(launch["block"]), launch.get("dynamic_smem_bytes", 0))] += 1
+            launch, name = case.get("launch"), _launched_kernel(case)
+            if launch and name:
+                out[name][(math.prod(launch["block"]), launch.get("dynamic_smem_bytes", 0))] += 1
     return dict(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _families_of_kernels() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for family in cuda.families():
+        for kernel in cuda.kernel_names(family):
+            out[kernel].append(family)
+    return dict(out)
+
+
+def _launched_kernel(case: dict) -> str | None:
+    """``family.kernel`` of the one course kernel a recorded case launched: its ``kernel`` where that names one,
+    else the one kernel the profiler's trace saw run (``extra.kernels.distinct``) where exactly one course family
+    defines it. Cases whose ``kernel`` is a label ("course one pass") and that ran several kernels name none."""
+    kernel = case.get("kernel") or ""
+    family, _, name = kernel.partition(".")
+    if name and family in _families_of_kernels().get(name, ()):
+        return kernel
+    extra = case.get("extra")
+    trace = extra.get("kernels") if isinstance(extra, dict) else None
+    distinct = trace.get("distinct") if isinstance(trace, dict) else None
+    if isinstance(distinct, list) and len(distinct) == 1 and len(_families_of_kernels().get(distinct[0], ())) == 1:
+        return f"{_families_of_kernels()[distinct[0]][0]}.{distinct[0]}"
+    return None
 
 
 def recorded_launch(family: str, kernel: str, gpu_slug: str | None = None) -> tuple[int, int] | None:
