@@ -45,7 +45,7 @@ SRC = r'''
 #define CHUNKS 1
 #endif
 #ifndef PERSIST
-#define PERSIST 0   // 1: one block per SM walks rows blockIdx.x, + gridDim.x, ... (the launch's grid: the SMs)
+#define PERSIST 0   // 1: a resident grid (SMs x BM blocks) walks rows blockIdx.x, + gridDim.x, ...
 #endif
 #ifndef PREF
 #define PREF 0      // 1 (with PERSIST): after the reduction, ask the L2 for this block's next row

@@ -634,9 +634,10 @@ grouped_decode_cases.profile = _profile_decode
 
 # ---- notebook 10: the consumer warpgroups of a warp-specialized wgmma GEMM
 
-# (M, N, K), K a multiple of 8 (the TMA's 16-byte row strides): one output row and one k-step; a
-# tile's worth of k-steps (4 slots, no phase flip yet); partial tiles on every side; K past the ring
-# (5, 9 and 17 k-tiles: each slot's phase flips, K's last tile short); then the timed shape, run
+# (M, N, K), K a multiple of 8 (the TMA's 16-byte row strides), in order: one output row and one short
+# k-tile; partial tiles in M and N with one short k-tile; partial tiles on every side over 4 k-tiles (the
+# ring once round, no phase flip); K past the ring (5, 17 and 9 k-tiles: each slot's phase flips; the last
+# k-tile short at K = 1032 and 520, whole at 320), with partial tiles; then the timed shape, run
 # WGMMA_RACE_RUNS times: a slot freed too early is overwritten while the tensor cores read it, a race
 # that on the H200 showed at 4096³ in every run and at the small shapes only now and then.
 WGMMA_SHAPES = ((1, 8, 8), (65, 63, 16), (130, 257, 200), (256, 512, 320), (129, 130, 1032), (1000, 333, 520),

@@ -3,7 +3,9 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
 
 ``check(name, source)`` does the whole thing and returns a ``Verdict`` (a string with ``.correct``):
 
-1. NVRTC compiles the source for this GPU (in replay, for the recorded GPU's architecture). A
+1. NVRTC compiles the source for the exercise's target (``exercise_arch``): this GPU's architecture
+   (in replay, the recorded GPU's), the exercise's minimum where this GPU is older, or the one
+   architecture an exercise of architecture-specific instructions names (``arch``, sm_90a). A
    compile error is shown with NVRTC's log, its line numbers those of the learner's cell.
 2. ptxas's report gives the kernel's registers, shared memory and spills; the exercise's static
    checks read them and the source.
@@ -57,6 +59,9 @@ def kernel_sass(cubin: bytes, kernel: str) -> list[str] | None:
         return None
 
 
+ARCH_GPUS = {"sm_90a": "a Hopper GPU (H100, H200, GH200)"}   # what a learner reads for an architecture-specific target
+
+
 def _capability(arch: str) -> str:
     digits = arch.removeprefix("sm_").rstrip("a")
     return f"{digits[:-1]}.{digits[-1]}"
@@ -73,7 +78,7 @@ def exercise_arch(ex: KernelExercise) -> tuple[str, str | None]:
         return ex.arch, (f"This exercise's instructions exist on {ex.arch} alone (compute capability "
                          f"{_capability(ex.arch)}: the \"a\" marks features later GPUs do not keep) and this GPU is "
                          f"{_capability(here)}: it is compiled for {ex.arch} and checked statically, but it cannot run "
-                         "here. It runs on a Hopper GPU (H100, H200).")
+                         f"here. It runs on {ARCH_GPUS.get(ex.arch, f'a GPU of compute capability {_capability(ex.arch)}')}.")
     if int(here.removeprefix("sm_").rstrip("a")) < round(10 * ex.min_cc):
         return f"sm_{round(10 * ex.min_cc)}", (
             f"This exercise needs compute capability {ex.min_cc:g} or newer and this GPU is {_capability(here)}: it "
@@ -423,8 +428,8 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
 
 
 def resources(name: str, source: str) -> cuda.KernelResources:
-    """What ptxas gives ``source`` for this GPU (the recorded GPU's architecture in replay), with no
-    verdict: the compile report alone. A source that does not compile raises with NVRTC's log."""
+    """What ptxas gives ``source`` for the exercise's target (``exercise_arch``), with no verdict: the
+    compile report alone. A source that does not compile raises with NVRTC's log."""
     ex = exercise(name)
     return ex.files.resources(source, exercise_arch(ex)[0])
 
