@@ -366,15 +366,15 @@ def _launched_kernel(case: dict) -> str | None:
     """``family.kernel`` of the one course kernel a recorded case launched: its ``kernel`` where that names one,
     else the one kernel the profiler's trace saw run (``extra.kernels.distinct``) where exactly one course family
     defines it. Cases whose ``kernel`` is a label ("course one pass") and that ran several kernels name none."""
-    kernel = case.get("kernel") or ""
+    families, kernel = _families_of_kernels(), case.get("kernel") or ""
     family, _, name = kernel.partition(".")
-    if name and family in _families_of_kernels().get(name, ()):
+    if name and family in families.get(name, ()):
         return kernel
     extra = case.get("extra")
     trace = extra.get("kernels") if isinstance(extra, dict) else None
     distinct = trace.get("distinct") if isinstance(trace, dict) else None
-    if isinstance(distinct, list) and len(distinct) == 1 and len(_families_of_kernels().get(distinct[0], ())) == 1:
-        return f"{_families_of_kernels()[distinct[0]][0]}.{distinct[0]}"
+    if isinstance(distinct, list) and len(distinct) == 1 and len(families.get(distinct[0], ())) == 1:
+        return f"{families[distinct[0]][0]}.{distinct[0]}"
     return None
 
 

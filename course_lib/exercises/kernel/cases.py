@@ -653,18 +653,17 @@ def wgmma_smem_bytes() -> int:
 
 
 def _wgmma_first_wrong(c_bits, want) -> str | None:
-    """The first output outside the bf16 tolerance of the float64 product (an unwritten NaN counts), or None."""
+    """How many outputs lie outside the bf16 tolerance of the float64 product (an unwritten NaN counts), and the
+    first of them (``_first_wrong``), or None."""
     import cupy
 
     from course_lib.launch.operands import bf16_bits_to_float32, bf16_tolerance
 
-    got = bf16_bits_to_float32(c_bits).astype(cupy.float64)
-    bad = ~(cupy.abs(got - want) <= bf16_tolerance(want))
-    if not bool(bad.any()):
+    got, tol = bf16_bits_to_float32(c_bits).astype(cupy.float64), bf16_tolerance(want)
+    first = _first_wrong(got.ravel(), want.ravel(), shape=want.shape, rtol=0.0, atol=tol)
+    if first is None:
         return None
-    i, n = int(cupy.argmax(bad.ravel())), want.shape[1]
-    return (f"{int(bad.sum()):,} of {want.size:,} outputs wrong; the first at row {i // n}, column {i % n}: "
-            f"expected {float(want.ravel()[i]):.5g}, got {float(got.ravel()[i]):.5g}")
+    return f"{int((~(cupy.abs(got - want) <= tol)).sum()):,} of {want.size:,} outputs wrong; {first}"
 
 
 def wgmma_gemm_cases(fn, sizes, time_it: bool) -> dict:
