@@ -592,7 +592,7 @@ def test_a_kernel_that_passed_everything_runs_under_the_sanitizer_by_default_at_
     tools = [(tool, sizes) for tool, sizes in calls if tool]
     # the tile kernel has shared memory and a barrier in its SASS: all three tools, each on the three smallest sizes
     assert tools == [(t, catalog.TRANSPOSE.sanitize_sizes) for t in ("memcheck", "racecheck", "synccheck")], calls
-    assert "✔ compute-sanitizer racecheck at n = 1, 31, 32: no errors." in verdict and verdict.correct, verdict
+    assert "✔ compute-sanitizer racecheck at 1×1, 31×33, 32×64: no errors." in verdict and verdict.correct, verdict
     calls.clear()
     checker.check("scale_grid_stride", catalog.SCALE.solution, live=True)
     assert [t for t, _ in calls if t] == ["memcheck"]   # no shared memory, no barrier: memcheck alone

@@ -131,3 +131,23 @@ extern "C" __global__ void bank_probe_8b(unsigned* __restrict__ out, const int* 
     }
     out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
+
+// 16-byte loads (one ld.shared.v4.u32 per iteration). offsets: 32 indices of
+// 16-byte elements (< PROBE_WORDS / 4), one per lane.
+// out[t] = iters * (16 * offsets[lane] + 6) (mod 2^32).
+// Launch: block (256), any grid; out holds grid * 256 words.
+extern "C" __global__ void bank_probe_16b(unsigned* __restrict__ out, const int* __restrict__ offsets, int iters) {
+    __shared__ __align__(16) unsigned s[PROBE_WORDS];
+    probe_fill(s);
+    int e = offsets[threadIdx.x & 31];
+    if (e < 0 || e >= PROBE_WORDS / 4) e = 0;
+    unsigned addr = (unsigned)__cvta_generic_to_shared(s + 4 * e);
+    unsigned acc = 0;
+    for (int k = 0; k < iters; ++k) {
+        unsigned a, b, c, d;
+        asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+        acc += a + b + c + d;
+    }
+    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}

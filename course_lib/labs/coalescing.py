@@ -6,6 +6,7 @@ metrics go into each case's ``extra["ncu"]``, with the command and ncu version):
 * ``coalescing.strided_copy``: out[i] = in[(i * stride) mod n] over a sweep of strides.
 * ``coalescing.patterns``: misaligned (offset) copies, array-of-structures against
   structure-of-arrays, and 4/8/16-byte loads per thread.
+* ``coalescing.l2_fetch``: the strided copy under each L2 fetch granularity the runtime lets one ask for.
 
 The launches are ``course_lib.launch.coalescing``'s. The analysis helpers at the bottom
 turn a result into the notebook's tables and figures; they need no GPU.
@@ -40,6 +41,24 @@ def patterns(n: int, offsets: list[int], samples: int) -> list[Case]:
     cases = measure(launches, samples, flush_l2=True)
     attach_known_profiles(cases, launches, Target(coalescing.profile_patterns, (n, offsets)),
                           GLOBAL_METRICS, "^(offset_copy|aos_field|soa_field|copy|copy_vec2|copy_vec4)$")
+    return cases
+
+
+@experiment("coalescing.l2_fetch",
+            "The strided copy with the L2 fetch granularity (cudaLimitMaxL2FetchGranularity) set to 32, 64 and "
+            "128 bytes: does the 64-byte DRAM unit follow the setting?",
+            n=1 << 26, strides=[1, 16, 33, 1025], granularities=[32, 64, 128], samples=20)
+def l2_fetch(n: int, strides: list[int], granularities: list[int], samples: int) -> list[Case]:
+    before = coalescing.l2_fetch_granularity()
+    try:
+        launches = coalescing.l2_fetch_launches(n, strides, granularities)
+        cases = measure(launches, samples, flush_l2=True)
+    finally:
+        coalescing.set_l2_fetch_granularity(before)
+    for c in cases:
+        c.extra["granularity_before_the_experiment"] = before
+    attach_known_profiles(cases, launches, Target(coalescing.profile_l2_fetch, (n, strides, granularities)),
+                          GLOBAL_METRICS, "^strided_copy$")
     return cases
 
 
@@ -129,6 +148,24 @@ def dram_rows(result, ceiling_bytes_per_s: float) -> list[dict]:
                      "model GB/s, 64-B blocks": by_blocks.bandwidth_bytes_per_s / 1e9,
                      "measured GB/s": _gbps(c),
                      "measured / 64-B model": c.bandwidth_bytes_per_s / by_blocks.bandwidth_bytes_per_s})
+    return rows
+
+
+@beside_reference
+def l2_fetch_rows(result) -> list[dict]:
+    """Per stride and L2 fetch granularity asked for: what the runtime reported back, the time, and ncu's DRAM
+    read bytes against the two no-reuse counts (32-byte sectors, 64-byte blocks)."""
+    rows = []
+    for c in result.cases:
+        m, ncu = c.extra["model"], c.extra.get("ncu") or {}
+        half = c.bytes / 2
+        dram = ncu.get("dram__bytes_read.sum")
+        rows.append({"stride": c.params["strides"], "granularity asked B": c.params["granularity"],
+                     "read back B": c.extra.get("granularity_read_back"), "median µs": c.median_s * 1e6,
+                     "model DRAM read MB, sectors": half / m["read_efficiency"] / 1e6,
+                     "model DRAM read MB, 64-B blocks": half / dram_block_model(c).efficiency / 1e6,
+                     "ncu DRAM read MB": megabytes(dram),
+                     "ncu / 64-B model": dram / (half / dram_block_model(c).efficiency) if dram else None})
     return rows
 
 

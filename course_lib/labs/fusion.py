@@ -1024,11 +1024,12 @@ def hopper_epilogue_profile_rows(result) -> list[dict]:
 @beside_reference
 def reduction_rows(result, op: str) -> list[dict]:
     """Per row length: each plan's bandwidth as a % of the copy measured beside it (the minimum bytes,
-    one read and one write of the tensor, over the time)."""
+    one read and one write of the tensor, over the time). The rows too long for the registers are
+    ``spill_rows``'s: 08 asks the learner to predict them before it shows them."""
     rows = []
     plans = list(dict.fromkeys(c.params["plan"] for c in result.cases
                                if c.params["op"] == op and c.params["plan"] != COPY.label))
-    for n in result.params["row_lengths"] + result.params["spill_row_lengths"]:
+    for n in result.params["row_lengths"]:
         cs = {c.params["plan"]: c for c in result.cases if c.params["op"] == op and c.params["n"] == n}
         copy = cs.pop(COPY.label)
         row = {"row length": n, "rows": copy.extra["rows"], "copy µs": copy.median_s * 1e6}

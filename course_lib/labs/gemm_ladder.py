@@ -10,8 +10,9 @@ cuBLAS baselines go through PyTorch in the same run, on the same data.
 from __future__ import annotations
 
 import math
+import subprocess
 
-from course_lib.core import cuda
+from course_lib.core import build_view, cuda
 from course_lib.core.cuda import defines_to_options, macro_defaults
 from course_lib.core.hardware import detect, spec
 from course_lib.core.timing import benchmark, benchmark_interleaved
@@ -26,7 +27,7 @@ from course_lib.launch.gemm_bf16 import (
     runnable_engines,
 )
 from course_lib.launch.gemm_fp32 import FP32, LADDER, LADDER_KERNELS, Step, fp32_geometry, run_fp32
-from course_lib.launch.library import mm_kernels
+from course_lib.launch.library import matmul_case, mm_kernels, torch_matmul
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -238,14 +239,16 @@ def step_model_rows() -> list[dict]:
 
 
 def step_source(kernel: str, arch: str | None = None) -> str:
-    """A rung's source for the notebook: the kernel, and for the thin double-buffer wrappers the template too."""
+    """A rung's source for the notebook: the kernel, and for the thin double-buffer wrappers the template too;
+    the bf16 kernel as 06 builds it (its other notebooks' branches folded away, ``build_view``)."""
     family = BF16 if kernel == "bf16_gemm_mma" else FP32
     text = cuda.describe(family, kernel, arch)
     if kernel == "bf16_gemm_mma":   # the entry point only picks an instantiation of the body
         src = cuda.source(BF16)
         start = src.index("// The kernel body, compiled three ways")
         end = src.rindex("#endif", start, src.index("// Launch: block (TC_THREADS"))
-        text = src[start:end].rstrip() + "\n\n" + text
+        # 06's build only: 07's split-K and persistent grids and 08's fused epilogue are folded away
+        text = build_view.fold_build(src[start:end].rstrip() + "\n\n" + text, cuda.macros(BF16))
     if kernel.startswith("sgemm_warptile_db"):
         src = cuda.source(FP32)
         start = src.index("// Steps 8 and 9")
@@ -497,6 +500,42 @@ def profile(n: int, kernels: list[str], bf16: list[list], samples: int) -> list[
     return cases
 
 
+def profile_cublas(dtypes: list[str], n: int) -> None:
+    """What runs under ncu for ``gemm.cublas_profile``: one cuBLAS product per dtype, after its operands."""
+    import torch
+
+    for dtype in dtypes:
+        fn, _ = torch_matmul(dtype, n, n, n)
+        fn()
+    torch.cuda.synchronize()
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+@experiment("gemm.cublas_profile",
+            "cuBLAS's own fp32 (TF32 off) and bf16 GEMMs at n x n x n, timed, then profiled by Nsight Compute with "
+            "the ladder's metrics: what the library's kernel does that the ladder's top rungs do not.",
+            n=4096, dtypes=["fp32", "bf16"], samples=20)
+def cublas_profile(n: int, dtypes: list[str], samples: int) -> list[Case]:
+    cases = [matmul_case(f"cuBLAS {d}, n={n}", d, n, n, n, samples, params={"dtype": d, "n": n}) for d in dtypes]
+    try:
+        # every kernel of the child (the operands' fills too): each product's GEMM is picked by the name the
+        # PyTorch profiler gave it in the timed run
+        profiles = profiler.ncu_metrics(Target(profile_cublas, (dtypes, n)), METRICS, timeout_s=300)
+    except (profiler.ProfilerUnavailable, OSError, subprocess.TimeoutExpired) as exc:
+        for c in cases:
+            c.extra["ncu_unavailable"] = str(exc)
+        return cases
+    for c in cases:
+        gemm = [p for p in profiles if any(p.function == k or p.function in k for k in c.extra["kernels"])]
+        if gemm:
+            c.extra.update(ncu=gemm[-1].metrics, ncu_kernel=gemm[-1].function,
+                           ncu_command=profiler.command_line(METRICS), ncu_version=profiler.ncu_version())
+        else:
+            c.extra["ncu_unavailable"] = (f"none of the profiled kernels ({sorted({p.function for p in profiles})}) "
+                                          f"is the one the product launched ({c.extra['kernels']})")
+    return cases
+
+
 def _tile(case: Case) -> tuple[int, int]:
     """The block tile (B_M, B_N) a case's kernel loads from L2 (B_K 0 rungs: one output per thread)."""
     if case.params["kernel"] == "bf16_gemm_mma":
@@ -516,6 +555,8 @@ def model_l2_bytes(case: Case) -> float:
 
 
 def _label(case: Case) -> str:
+    if case.kernel.startswith("cublas"):
+        return f"{case.name} ({case.extra.get('ncu_kernel', '?')})"
     if case.params["kernel"] != "bf16_gemm_mma":
         step = next(s for s in LADDER if s.kernel == case.params["kernel"])
         return f"{step.number} {step.label}"

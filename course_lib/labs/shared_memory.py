@@ -16,13 +16,19 @@ from __future__ import annotations
 from course_lib.core import cuda
 from course_lib.launch import transpose
 from course_lib.launch.coalescing import GLOBAL_METRICS
-from course_lib.launch.transpose import PROBE_PATTERNS, SHARED_METRICS, TRANSPOSES
+from course_lib.launch.transpose import PROBE_PATTERNS, SHARED_METRICS, TRANSPOSES, WIDE_PROBE_PATTERNS
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, experiment
 from course_lib.measure.launches import attach_known_profiles, measure, megabytes, ratio
 from course_lib.measure.target import Target
 
-TRANSPOSE_METRICS = SHARED_METRICS + GLOBAL_METRICS[:4] + ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+# The L2 side of the writes (requests and sectors the SMs send it, and how busy it is) tests what makes the
+# naive transpose slow when its DRAM bytes do not.
+L2_WRITE_METRICS = ["lts__t_requests_srcunit_tex_op_write.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+                    "lts__t_sectors_srcunit_tex_op_write_lookup_miss.sum",
+                    "lts__throughput.avg.pct_of_peak_sustained_elapsed"]
+TRANSPOSE_METRICS = (SHARED_METRICS + GLOBAL_METRICS[:4] + ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+                     + L2_WRITE_METRICS)
 PROBE_METRICS = SHARED_METRICS[0:1] + SHARED_METRICS[2:3] + SHARED_METRICS[4:5]
 
 
@@ -46,6 +52,13 @@ def bank_probe(patterns: list[str], iters: int, samples: int) -> list[Case]:
     attach_known_profiles(cases, launches, Target(transpose.profile_probes, (patterns, iters)), PROBE_METRICS,
                           "^bank_probe_")
     return cases
+
+
+@experiment("banks.wide_probe",
+            "16-byte loads, and 8- and 16-byte loads whose lanes share addresses: wavefronts vs the bank model.",
+            patterns=WIDE_PROBE_PATTERNS, iters=1024, samples=25)
+def wide_bank_probe(patterns: list[str], iters: int, samples: int) -> list[Case]:
+    return bank_probe(patterns, iters, samples)
 
 
 # --------------------------------------------------------------------------- analysis for the notebook (no GPU)
@@ -107,7 +120,12 @@ def transpose_global_rows(result) -> list[dict]:
                                                  ncu.get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
                      "matrix MB": c.bytes / 2e6,
                      "ncu DRAM read MB": megabytes(ncu.get("dram__bytes_read.sum")),
-                     "ncu DRAM write MB": megabytes(ncu.get("dram__bytes_write.sum"))})
+                     "ncu DRAM write MB": megabytes(ncu.get("dram__bytes_write.sum")),
+                     **({"ncu L2 write sectors/request": ratio(ncu["lts__t_sectors_srcunit_tex_op_write.sum"],
+                                                              ncu["lts__t_requests_srcunit_tex_op_write.sum"]),
+                         "ncu L2 write MB (sectors × 32 B)": megabytes(32 * ncu["lts__t_sectors_srcunit_tex_op_write.sum"]),
+                         "ncu L2 busy %": ncu["lts__throughput.avg.pct_of_peak_sustained_elapsed"]}
+                        if "lts__t_sectors_srcunit_tex_op_write.sum" in ncu else {})})
     return rows
 
 

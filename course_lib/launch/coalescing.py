@@ -134,6 +134,48 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
     return launches
 
 
+def l2_fetch_granularity() -> int:
+    """What the runtime reports for cudaLimitMaxL2FetchGranularity, in bytes."""
+    import cupy
+
+    rt = cupy.cuda.runtime
+    return rt.deviceGetLimit(rt.cudaLimitMaxL2FetchGranularity)
+
+
+def set_l2_fetch_granularity(nbytes: int) -> int:
+    """Ask the runtime for an L2 fetch granularity of ``nbytes`` (cudaLimitMaxL2FetchGranularity, which CUDA
+    documents as a hint) and return what it reports back."""
+    import cupy
+
+    rt = cupy.cuda.runtime
+    rt.deviceSetLimit(rt.cudaLimitMaxL2FetchGranularity, nbytes)
+    return l2_fetch_granularity()
+
+
+def l2_fetch_launches(n: int, strides: list[int], granularities: list[int]) -> list[Launch]:
+    """The strided copy at each stride under each L2 fetch granularity. The limit is a device setting, so
+    each case sets it in its check, which ``measure`` runs just before timing that case (the timed calls
+    change nothing)."""
+    launches = []
+    for g in granularities:
+        for la in strided_launches(n, strides):
+            def check(la=la, g=g):
+                la.extra["granularity_read_back"] = set_l2_fetch_granularity(g)
+                return la.check()
+            launches.append(Launch(f"{la.name}, fetch {g} B", {**la.params, "granularity": g}, la.kernel, la.run,
+                                   check, la.bytes, launch=la.launch, extra=dict(la.extra), function=la.function))
+    return launches
+
+
+def profile_l2_fetch(n: int, strides: list[int], granularities: list[int]) -> None:
+    """What runs under ncu for ``coalescing.l2_fetch``: every case once, its granularity set first."""
+    before = l2_fetch_granularity()
+    for g in granularities:
+        set_l2_fetch_granularity(g)
+        launch_profiled(strided_launches(n, strides))
+    set_l2_fetch_granularity(before)
+
+
 def profile_strided(n: int, strides: list[int]) -> None:
     """What runs under ncu for ``coalescing.strided_copy``."""
     launch_profiled(strided_launches(n, strides))

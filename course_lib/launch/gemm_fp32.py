@@ -39,7 +39,9 @@ LADDER: tuple[Step, ...] = (
          "every multiply-add still issues two global loads (L1 catches most of them), and warps wait for them",
          "stage 32x32 tiles of A and B in shared memory and reuse each loaded float 32 times", (32, 32, 0), 1024, (1, 1), 0),
     Step(3, "shared-memory tiles", "sgemm_smem", "32x32 tiles of A and B staged in shared memory",
-         "two shared-memory loads per multiply-add: the shared-memory pipe, not HBM, is now the limit",
+         "about one shared-memory load per multiply-add (the SASS has 40 per 32 FFMAs: A's broadcast values come "
+         "16 bytes at a time), so the shared-memory queue, not HBM, is now the limit "
+         "(mio_throttle is the top stall)",
          "keep several outputs per thread in registers so each shared load feeds several FMAs", (32, 32, 32), 1024, (1, 1)),
     Step(4, "1-D register tiles", "sgemm_reg1d", "8 outputs of a column per thread",
          "each shared load still feeds few FMAs (the compiler reads A's broadcast values as LDS.128: 3 loads per 8 "

@@ -110,7 +110,30 @@ def _probe_patterns() -> list[tuple[str, int, tuple]]:
     ]
 
 
+def _wide_patterns() -> list[tuple[str, int, tuple]]:
+    """(label, access bytes, addresses) of the 16-byte loads and of 8- and 16-byte loads whose lanes share
+    addresses: the cases that decide how the hardware groups lanes into wavefronts for wide words."""
+    sa = memory.shared_addresses
+    pairs_n2 = tuple(16 * (2 * (i >> 2) + (i & 1)) for i in range(32))   # lane n reads what lane n ^ 2 reads
+    return [
+        ("16 B row", 16, sa("row", 16)),
+        ("16 B stride 2", 16, sa("strided", 16, stride=2)),
+        ("16 B column, pitch 32", 16, sa("column", 16, pitch=32)),
+        ("16 B column, pitch 33", 16, sa("column", 16, pitch=33)),
+        ("16 B lanes n, n ^ 1 share", 16, sa("grouped", 16, stride=2)),
+        ("16 B lanes n, n ^ 2 share", 16, pairs_n2),
+        ("16 B groups of 4 lanes share", 16, sa("grouped", 16, stride=4)),
+        ("16 B lanes 8 apart share", 16, sa("repeating", 16, stride=8)),
+        ("16 B lanes 16 apart share", 16, sa("repeating", 16, stride=16)),
+        ("16 B broadcast", 16, sa("broadcast", 16)),
+        ("8 B lanes n, n ^ 1 share", 8, sa("grouped", 8, stride=2)),
+        ("8 B lanes 16 apart share", 8, sa("repeating", 8, stride=16)),
+        ("8 B broadcast", 8, sa("broadcast", 8)),
+    ]
+
+
 PROBE_PATTERNS = [p[0] for p in _probe_patterns()]
+WIDE_PROBE_PATTERNS = [p[0] for p in _wide_patterns()]
 
 
 def probe_launches(patterns: list[str], iters: int) -> list[Launch]:
@@ -118,10 +141,10 @@ def probe_launches(patterns: list[str], iters: int) -> list[Launch]:
     import cupy
     import numpy as np
 
-    known = {p[0]: p for p in _probe_patterns()}
+    known = {p[0]: p for p in _probe_patterns() + _wide_patterns()}
     bad = [p for p in patterns if p not in known]
     if bad:
-        raise ValueError(f"unknown probe patterns {bad}; known: {PROBE_PATTERNS}")
+        raise ValueError(f"unknown probe patterns {bad}; known: {PROBE_PATTERNS + WIDE_PROBE_PATTERNS}")
     blocks = detect().sm_count * 8
     out = cupy.empty(blocks * BLOCK, dtype=cupy.uint32)
     launches = []
@@ -132,7 +155,7 @@ def probe_launches(patterns: list[str], iters: int) -> list[Launch]:
         fn = cuda.kernel("transpose", kernel)
         dev_offsets = cupy.asarray(offsets)
         args = (out, dev_offsets, cupy.int32(iters))
-        per_lane = offsets.astype(np.uint64) if width == 4 else 4 * offsets.astype(np.uint64) + 1
+        per_lane = {4: 1, 8: 4, 16: 16}[width] * offsets.astype(np.uint64) + {4: 0, 8: 1, 16: 6}[width]
         want = cupy.asarray(np.tile((per_lane * iters) % (1 << 32), blocks * BLOCK // 32).astype(np.float64))
 
         def check(fn=fn, args=args, want=want):
@@ -161,7 +184,7 @@ def profile_probes(patterns: list[str], iters: int) -> None:
     launch_profiled(probe_launches(patterns, iters))
 
 
-@covers("transpose", *[t[0] for t in TRANSPOSES], "bank_probe_4b", "bank_probe_8b")
+@covers("transpose", *[t[0] for t in TRANSPOSES], "bank_probe_4b", "bank_probe_8b", "bank_probe_16b")
 def transpose_smoke() -> None:
     import cupy
 
@@ -172,9 +195,9 @@ def transpose_smoke() -> None:
             grid = ((cols + tile - 1) // tile, (rows + tile - 1) // tile)
             cuda.kernel("transpose", kernel)(grid, (tile, brows), (out, a, cupy.int32(rows), cupy.int32(cols)))
             assert bool((out == a.T).all()), f"{kernel} {rows}x{cols}"
-    offsets = cupy.asarray([33 * i for i in range(32)], dtype=cupy.int32)
-    for width in (4, 8):
+    offsets = cupy.asarray([31 * i for i in range(32)], dtype=cupy.int32)   # < 1,024: in range for every width
+    for width in (4, 8, 16):
         out = cupy.zeros(2 * BLOCK, dtype=cupy.uint32)
         cuda.kernel("transpose", f"bank_probe_{width}b")((2,), (BLOCK,), (out, offsets, cupy.int32(3)))
-        per_lane = offsets if width == 4 else 4 * offsets + 1
+        per_lane = {4: 1, 8: 4, 16: 16}[width] * offsets + {4: 0, 8: 1, 16: 6}[width]
         assert bool((out == cupy.tile(3 * per_lane, 2 * BLOCK // 32).astype(cupy.uint32)).all()), f"probe {width}"

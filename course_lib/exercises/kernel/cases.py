@@ -226,14 +226,14 @@ def transpose_cases(fn, sizes, time_it: bool) -> dict:
         wrong = _first_wrong(got[:rows * cols], a.T.ravel(), shape=(cols, rows))
         if wrong is None and _overrun(got, rows * cols) is not None:
             wrong = "it wrote past the end of out"
-        out["cases"].append({"size": rows, "passed": wrong is None, "first_wrong": wrong})
+        out["cases"].append({"size": f"{rows:,}×{cols:,}", "passed": wrong is None, "first_wrong": wrong})
     if time_it and all(c["passed"] for c in out["cases"]):
         n = TRANSPOSE_TIMED
         a = cupy.ones((n, n), dtype=cupy.float32)
         b = cupy.empty((n, n), dtype=cupy.float32)
         grid, block = (n // 32, n // 32), (32, 8)
         course = cuda.kernel("transpose", "transpose_padded")
-        out["timing"] = _timed(n * n,
+        out["timing"] = _timed(f"{n:,}×{n:,}",
                                lambda: fn(grid, block, (b, a, np.int32(n), np.int32(n))),
                                lambda: course(grid, block, (b, a, np.int32(n), np.int32(n))),
                                "transpose.transpose_padded")

@@ -371,6 +371,7 @@ TRANSPOSE = KernelExercise(
     },
     live=cases.transpose_cases,
     sizes=cases.TRANSPOSE_SIZES,
+    size_labels=tuple(f"{rows:,}×{cols:,}" for rows, cols in cases.TRANSPOSE_COLS.items()),   # rows × cols
     static=_transpose_tile_checks,
     counts=(SectorUse("ld"), SectorUse("st"), BankWavefronts("ld"), BankWavefronts("st")),
 )
