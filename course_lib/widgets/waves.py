@@ -71,7 +71,9 @@ def render_grid(q: waves.Quantization, cap: int = MAX_DRAWN_TILES) -> str:
               if (rows, cols) != (g.tiles_m, g.tiles_n) else "")
     return (f"{svg}<div>{legend}</div>{capped}<small>One square per {g.block_m} × {g.block_n} tile of C, "
             f"coloured by the wave that finishes it (blocks start in launch order, tiles row-major, split-K slices "
-            f"outermost); pale strips are padding outside the {g.m:,} × {g.n:,} output.</small>")
+            f"outermost; the course's bf16 kernel walks its tiles in groups of 8 block rows instead, which moves "
+            f"tiles between waves but not how many each wave has); pale strips are padding outside the "
+            f"{g.m:,} × {g.n:,} output.</small>")
 
 
 def _times(q: waves.Quantization, tile_us: float | None) -> tuple[str, str]:
