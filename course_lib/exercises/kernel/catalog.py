@@ -359,9 +359,14 @@ TRANSPOSE = KernelExercise(
     task=("Write `transpose(float* out, const float* in, int rows, int cols)`: out (cols × rows) = inᵀ, through a "
           "32×32 shared-memory tile, reading rows of `in` and writing rows of `out` (both coalesced). The launch is "
           "block (32, 8), grid (⌈cols/32⌉, ⌈rows/32⌉). The checker puts your tile's declared shape through the bank "
-          "model: reading one column must not make a warp hit one bank many times."),
+          "model: reading one column must not make a warp hit one bank many times. Step each thread's rows by the "
+          "constant 8, the block's height, so that the compiler can unroll the loops, as the course's kernel and the "
+          "reference solution do: yours is timed against them."),
     hint=("Element (r, c) of the tile is at word r·PITCH + c, in bank (r·PITCH + c) mod 32. A warp reading a column "
           "keeps c fixed and steps r: with PITCH 32 every lane lands in the same bank. Which PITCH spreads them?"),
+    slow_hint=("Compare your loops with the reference solution's: a step of blockDim.y is a value the compiler does not "
+               "know, so it keeps the loop, and a thread's loads may go out one row at a time; step by 8 and let the "
+               "compiler unroll it."),
     wrong_files={
         "no padding (32-way conflicts)": "wrong_no_padding",
         "no barrier": "wrong_no_barrier",
