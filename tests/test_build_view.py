@@ -48,3 +48,34 @@ def test_notebook_06_prints_its_own_build_of_the_bf16_kernel():
     assert "mma_bf16" in text and "cp_async" in text              # the kernel 06 teaches
     for other in ("stmatrix_x4", "slab blockIdx.y", "res2[j] = rrow", "#if TC_"):
         assert other not in text, other                           # 07's and 08's paths
+
+
+def test_what_it_cannot_decide_it_leaves_as_written():
+    src = """\
+#if M
+a();
+#elif N
+b();
+#else
+c();
+#endif
+#if !M
+#ifdef X
+inside();
+#endif
+#endif
+#if(M)
+p();
+#endif
+#if M & 2
+q();
+#endif
+    if (M && a || b) {
+        r();
+    }"""
+    out = fold_build(src, {"M": 1, "N": 0})
+    assert "#elif N" in out and "a();" in out and "b();" in out and "c();" in out   # a chain with #elif: kept
+    assert "inside" not in out and "#ifdef X" not in out                        # nested in a dropped branch
+    assert "p();" in out and "#if(M)" not in out                                # #if( without a space, decided
+    assert "#if M & 2\nq();\n#endif" in out                                     # a bitwise &: C's precedence
+    assert "r();" in out                                                        # (M && a) || b may be true

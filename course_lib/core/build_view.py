@@ -15,64 +15,79 @@ from __future__ import annotations
 
 import re
 _KNOWN_EXPR = re.compile(r"^[\sA-Z0-9_()!=<>&|]*$")
+_IF = re.compile(r"#\s*if\b\s*(.*)$")          # #if, not #ifdef or #ifndef
+_OPENS = re.compile(r"#\s*if")                   # every directive that opens a block
 
 
 def _known_value(expr: str, values: dict[str, int]):
     """The value of a C condition made only of ``values``' macros and integers; None when anything else
-    (a variable, __CUDA_ARCH__, defined(...)) is in it."""
+    (a variable, __CUDA_ARCH__, defined(...), a bitwise & or |, whose precedence Python does not share) is in it."""
     names = set(re.findall(r"[A-Za-z_]\w*", expr))
-    if not names <= set(values) or not _KNOWN_EXPR.match(expr):
+    if not names <= set(values) or not _KNOWN_EXPR.match(expr) or re.search(r"(?<![&|])[&|](?![&|])", expr):
         return None
     py = re.sub(r"!(?!=)", " not ", expr).replace("&&", " and ").replace("||", " or ")
     return bool(eval(py, {"__builtins__": {}}, dict(values)))   # only macro names and integers reach here
 
 
-def _false_condition(cond: str, values: dict[str, int]) -> bool:
-    """True when ``cond`` is false whatever its unknown parts are: one of its top-level && terms is known false."""
+def _top_level(cond: str, op: str) -> list[str]:
+    """``cond`` split at the ``op`` that stand outside every parenthesis."""
     depth, terms, start = 0, [], 0
     for i, ch in enumerate(cond):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and cond.startswith("&&", i):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and cond.startswith(op, i):
             terms.append(cond[start:i])
-            start = i + 2
-    terms.append(cond[start:])
-    if "||" in cond and len(terms) == 1:
+            start = i + len(op)
+    return terms + [cond[start:]]
+
+
+def _false_condition(cond: str, values: dict[str, int]) -> bool:
+    """True when ``cond`` is false whatever its unknown parts are: with no top-level ``||``, one of its
+    top-level ``&&`` terms is known false; with one, the whole condition is known and false."""
+    if len(_top_level(cond, "||")) > 1:
         return _known_value(cond, values) is False
-    return any(_known_value(t.strip(), values) is False for t in terms)
+    return any(_known_value(t.strip(), values) is False for t in _top_level(cond, "&&"))
+
+
+def _chains_with_elif(lines: list[str]) -> set[int]:
+    """The line numbers of the #if directives whose chain has an #elif: those are left as written."""
+    open_at, found = [], set()
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if _OPENS.match(s):
+            open_at.append(i)
+        elif s.startswith("#elif") and open_at:
+            found.add(open_at[-1])
+        elif s.startswith("#endif") and open_at:
+            open_at.pop()
+    return found
 
 
 def fold_build(source: str, values: dict[str, int]) -> str:
     """``source`` as one build sees it, for reading: the ``#if`` blocks and the C++ ``if`` statements whose
     condition ``values`` (macro -> value) decides are kept or dropped; everything else is left as written."""
     lines = source.splitlines()
+    with_elif = _chains_with_elif(lines)
     out, stack = [], []          # one (value, decided) per open #if: decided when the macros settle it
-    for line in lines:
+    for i, line in enumerate(lines):
         s = line.strip()
-        m = re.match(r"#\s*if\s+(.*)$", s)
-        if m and not s.startswith(("#ifdef", "#ifndef")):
-            v = _known_value(m.group(1), values)
+        dropping = any(decided and not v for v, decided in stack)   # inside a branch this build leaves out
+        m = _IF.match(s)
+        if m or _OPENS.match(s):
+            v = _known_value(m.group(1), values) if m and i not in with_elif else None
             stack.append((v, v is not None))
-            if v is None:
+            if v is None and not dropping:
                 out.append(line)
             continue
-        if s.startswith(("#ifdef", "#ifndef")):
-            stack.append((None, False))
-            out.append(line)
-            continue
-        if s.startswith("#else") and stack:
-            v, decided = stack[-1]
-            if decided:
+        if s.startswith(("#else", "#elif", "#endif")) and stack:
+            v, decided = stack[-1]   # an undecided block adds nothing to `dropping`: it is the enclosing blocks'
+            if s.startswith("#endif"):
+                stack.pop()
+            elif decided:            # #else of a decided block (a chain with #elif is never decided)
                 stack[-1] = (not v, True)
-            else:
+            if not decided and not dropping:
                 out.append(line)
             continue
-        if s.startswith("#endif") and stack:
-            _, decided = stack.pop()
-            if not decided:
-                out.append(line)
-            continue
-        if any(decided and not v for v, decided in stack):
+        if dropping:
             continue
         out.append(line)
     return _drop_false_ifs(out, values)

@@ -27,7 +27,7 @@ from course_lib.launch.gemm_bf16 import (
     runnable_engines,
 )
 from course_lib.launch.gemm_fp32 import FP32, LADDER, LADDER_KERNELS, Step, fp32_geometry, run_fp32
-from course_lib.launch.library import matmul_case, mm_kernels, torch_matmul
+from course_lib.launch.library import matmul_case, mm_kernels
 from course_lib.launch.operands import (
     bf16_bits_to_float32,
     bf16_tolerance_rel,
@@ -501,14 +501,16 @@ def profile(n: int, kernels: list[str], bf16: list[list], samples: int) -> list[
 
 
 def profile_cublas(dtypes: list[str], n: int) -> None:
-    """What runs under ncu for ``gemm.cublas_profile``: one cuBLAS product per dtype, after its operands."""
+    """What runs under ncu for ``gemm.cublas_profile``: one cuBLAS product per dtype (TF32 off), after its
+    operands (filled on the GPU; no float64 reference, which ncu would replay too)."""
     import torch
 
-    for dtype in dtypes:
-        fn, _ = torch_matmul(dtype, n, n, n)
-        fn()
-    torch.cuda.synchronize()
     torch.backends.cuda.matmul.allow_tf32 = False
+    for dtype in dtypes:
+        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        a, b = (torch.rand((n, n), device="cuda", dtype=tdt) for _ in range(2))
+        torch.mm(a, b)
+    torch.cuda.synchronize()
 
 
 @experiment("gemm.cublas_profile",
@@ -526,7 +528,9 @@ def cublas_profile(n: int, dtypes: list[str], samples: int) -> list[Case]:
             c.extra["ncu_unavailable"] = str(exc)
         return cases
     for c in cases:
-        gemm = [p for p in profiles if any(p.function == k or p.function in k for k in c.extra["kernels"])]
+        launched = [p for p in profiles if any(p.function == k or p.function in k for k in c.extra["kernels"])]
+        # the product's main kernel: one with gemm in its name where cuBLAS launched more than one (a split-K reduce)
+        gemm = [p for p in launched if "gemm" in p.function.lower()] or launched
         if gemm:
             c.extra.update(ncu=gemm[-1].metrics, ncu_kernel=gemm[-1].function,
                            ncu_command=profiler.command_line(METRICS), ncu_version=profiler.ncu_version())

@@ -121,11 +121,10 @@ def transpose_global_rows(result) -> list[dict]:
                      "matrix MB": c.bytes / 2e6,
                      "ncu DRAM read MB": megabytes(ncu.get("dram__bytes_read.sum")),
                      "ncu DRAM write MB": megabytes(ncu.get("dram__bytes_write.sum")),
-                     **({"ncu L2 write sectors/request": ratio(ncu["lts__t_sectors_srcunit_tex_op_write.sum"],
-                                                              ncu["lts__t_requests_srcunit_tex_op_write.sum"]),
-                         "ncu L2 write MB (sectors × 32 B)": megabytes(32 * ncu["lts__t_sectors_srcunit_tex_op_write.sum"]),
-                         "ncu L2 busy %": ncu["lts__throughput.avg.pct_of_peak_sustained_elapsed"]}
-                        if "lts__t_sectors_srcunit_tex_op_write.sum" in ncu else {})})
+                     **({"ncu L2 write sectors/request": ratio(w, ncu.get("lts__t_requests_srcunit_tex_op_write.sum")),
+                         "ncu L2 write MB (sectors × 32 B)": megabytes(32 * w),
+                         "ncu L2 busy %": ncu.get("lts__throughput.avg.pct_of_peak_sustained_elapsed")}
+                        if (w := ncu.get("lts__t_sectors_srcunit_tex_op_write.sum")) is not None else {})})
     return rows
 
 

@@ -159,11 +159,13 @@ def l2_fetch_launches(n: int, strides: list[int], granularities: list[int]) -> l
     launches = []
     for g in granularities:
         for la in strided_launches(n, strides):
-            def check(la=la, g=g):
-                la.extra["granularity_read_back"] = set_l2_fetch_granularity(g)
+            extra = dict(la.extra)   # the case's: measure copies it after the check has run
+
+            def check(la=la, g=g, extra=extra):
+                extra["granularity_read_back"] = set_l2_fetch_granularity(g)
                 return la.check()
             launches.append(Launch(f"{la.name}, fetch {g} B", {**la.params, "granularity": g}, la.kernel, la.run,
-                                   check, la.bytes, launch=la.launch, extra=dict(la.extra), function=la.function))
+                                   check, la.bytes, launch=la.launch, extra=extra, function=la.function))
     return launches
 
 
