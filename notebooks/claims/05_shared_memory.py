@@ -1,5 +1,6 @@
 """Claims of 05_shared_memory's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+from course_lib.exercises.kernel import catalog
 from course_lib.labs import shared_memory as lab
 from course_lib.measure import claims
 from course_lib.measure.claims import Analytic, Measured
@@ -122,4 +123,6 @@ CLAIMS = [
              unit=" wavefronts/instruction"),
     Measured("a transpose moves its bytes at close to copy speed", LADDER,
              lambda r: of_copy(r, lab.best_transpose(r).name), (0.85, 1.0), unit="%"),
+    Analytic("holding it to 1.25× the reference solution's time", lambda: catalog.TRANSPOSE.max_slowdown,
+             (1.25, 1.25), unit="×"),
 ]
