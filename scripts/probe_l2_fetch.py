@@ -1,5 +1,5 @@
-"""The probe behind notebook 04's test of the L2's fetch granularity: the strided copy (coalescing.strided_copy)
-with the runtime's limit cudaLimitMaxL2FetchGranularity set to 32, 64 and 128 bytes. On a GPU:
+"""The experiment coalescing.l2_fetch as a standalone probe: the strided copy (coalescing.strided_copy) with the
+runtime's limit cudaLimitMaxL2FetchGranularity set to 32, 64 and 128 bytes. On a GPU:
 
     python scripts/probe_l2_fetch.py time
         Each limit in turn: the limit read back, then the strides timed (L2 flushed, 20 samples), n = 2^26 floats.
@@ -14,20 +14,12 @@ is what the probe measures, by the DRAM bytes read.
 """
 import sys
 
-from course_lib.launch.coalescing import strided_launches
+from course_lib.launch.coalescing import set_l2_fetch_granularity as set_limit, strided_launches
 from course_lib.measure.launches import launch_profiled, measure
 
 N = 1 << 26
 STRIDES = [1, 16, 33, 1025]   # coalescing.l2_fetch's
 LIMITS = [32, 64, 128]
-
-
-def set_limit(nbytes: int) -> int:
-    import cupy
-
-    rt = cupy.cuda.runtime
-    rt.deviceSetLimit(rt.cudaLimitMaxL2FetchGranularity, nbytes)
-    return rt.deviceGetLimit(rt.cudaLimitMaxL2FetchGranularity)
 
 
 def main(argv: list[str]) -> None:
