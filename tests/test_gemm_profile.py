@@ -65,3 +65,17 @@ def test_bf16_tolerance_scales_with_the_largest_wanted_value():
 
     assert operands.bf16_tolerance(np.array([-3.0, 1.0, 2.0])) == 3.0 * 2.0 ** -7
     assert operands.bf16_tolerance(np.array([0.01, -0.02])) < operands.bf16_tolerance(np.array([0.01, -2.0]))
+
+
+def test_a_cublas_case_reads_in_the_ladders_stall_table(recorded):
+    """gemm.cublas_profile's cases go through the same row builder as the ladder, labelled by the library kernel
+    ncu profiled (the experiment waits for a GPU: tests/test_evidence.WAITING_FOR_A_GPU)."""
+    import dataclasses
+
+    rung = next(c for c in recorded.cases if c.params["kernel"] == "sgemm_warptile_db_16x8")
+    cublas = dataclasses.replace(rung, name="cuBLAS fp32, n=4096", params={"dtype": "fp32", "n": 4096},
+                                 kernel="cublas fp32 (torch.mm)",
+                                 extra={"ncu": rung.extra["ncu"], "ncu_kernel": "sm90_xmma_gemm_f32f32_example"})
+    [row] = prof.stall_rows(dataclasses.replace(recorded, cases=[cublas]))
+    assert row["kernel"] == "cuBLAS fp32, n=4096 (sm90_xmma_gemm_f32f32_example)"
+    assert row["FMA pipe"].endswith("%") and row["top stall"]

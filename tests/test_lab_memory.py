@@ -320,3 +320,40 @@ def test_bank_calculator_bad_input_and_recovery(setup, message):
     calc.index.value = 0
     calc.stride.value = 1
     assert shown(calc, "course-wavefronts") == "1"
+
+
+# --------------------------------------------------------------------------- tables of experiments not yet recorded
+
+def _as_l2_fetch(strided: Result, granularity: int, dram_scale: float) -> Result:
+    """The strided record's cases as coalescing.l2_fetch would record them at one granularity, with DRAM bytes
+    scaled by ``dram_scale`` (a stand-in for what the limit might do)."""
+    import dataclasses
+
+    cases = []
+    for c in strided.cases:
+        extra = {**c.extra, "granularity_read_back": granularity,
+                 "ncu": {**c.extra["ncu"], "dram__bytes_read.sum": c.extra["ncu"]["dram__bytes_read.sum"] * dram_scale}}
+        cases.append(dataclasses.replace(c, name=f"{c.name}, fetch {granularity} B",
+                                         params={**c.params, "granularity": granularity}, extra=extra))
+    return Result("coalescing.l2_fetch", "live", strided.machine, strided.recorded_at, strided.params, cases)
+
+
+def test_the_l2_fetch_table_holds_ncus_dram_bytes_against_both_models(results):
+    strided = results["coalescing.strided_copy"]
+    rows = lab_coalescing.l2_fetch_rows(_as_l2_fetch(strided, 32, 0.5))
+    assert [r["stride"] for r in rows] == [c.params["strides"] for c in strided.cases]
+    assert all(r["granularity asked B"] == 32 and r["read back B"] == 32 for r in rows)
+    wide = next(r for r in rows if r["stride"] == 1025)
+    # the recorded 64-byte-block reading (ncu / model about 1) halved: what a 32-byte fetch would show
+    assert wide["ncu / 64-B model"] == pytest.approx(0.5, rel=0.05)
+    assert wide["model DRAM read MB, 64-B blocks"] == pytest.approx(2 * wide["model DRAM read MB, sectors"])
+
+
+def test_the_wide_probe_patterns_fit_the_probe_array_and_their_model_counts_are_stated():
+    counts = {label: memory.bank_conflicts(addrs, width).wavefronts for label, width, addrs in transpose._wide_patterns()}
+    assert counts == {"16 B row": 4, "16 B stride 2": 8, "16 B column, pitch 32": 32, "16 B column, pitch 33": 4,
+                      "16 B lanes n, n ^ 1 share": 2, "16 B lanes n, n ^ 2 share": 2, "16 B groups of 4 lanes share": 2,
+                      "16 B lanes 8 apart share": 4, "16 B lanes 16 apart share": 4, "16 B broadcast": 2,
+                      "8 B lanes n, n ^ 1 share": 2, "8 B lanes 16 apart share": 2, "8 B broadcast": 2}
+    for _, width, addrs in transpose._wide_patterns():
+        assert all(a % width == 0 and a + width <= 4 * 4096 for a in addrs)   # PROBE_WORDS words of 4 bytes
