@@ -95,59 +95,51 @@ __device__ __forceinline__ void probe_fill(unsigned* s) {
     __syncthreads();
 }
 
-// 4-byte loads. offsets: 32 word indices (< PROBE_WORDS), one per lane.
-// out[t] = iters * offsets[lane] (mod 2^32).
-// Launch: block (256), any grid; out holds grid * 256 words.
+// One load of W consecutive words (W = 1, 2, 4: a 4-, 8- or 16-byte ld.shared) and their sum.
+template <int W> __device__ __forceinline__ unsigned probe_load(unsigned addr);
+template <> __device__ __forceinline__ unsigned probe_load<1>(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+}
+template <> __device__ __forceinline__ unsigned probe_load<2>(unsigned addr) {
+    unsigned a, b;
+    asm volatile("ld.volatile.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "r"(addr));
+    return a + b;
+}
+template <> __device__ __forceinline__ unsigned probe_load<4>(unsigned addr) {
+    unsigned a, b, c, d;
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+    return a + b + c + d;
+}
+
+// offsets: 32 indices of W-word elements (< PROBE_WORDS / W), one per lane; out[t] is iters times the sum of
+// the lane's W words, W^2 * offsets[lane] + W (W - 1) / 2 (mod 2^32).
+template <int W>
+__device__ __forceinline__ void bank_probe_body(unsigned* __restrict__ out, const int* __restrict__ offsets, int iters) {
+    __shared__ __align__(16) unsigned s[PROBE_WORDS];
+    probe_fill(s);
+    int e = offsets[threadIdx.x & 31];
+    if (e < 0 || e >= PROBE_WORDS / W) e = 0;
+    unsigned addr = (unsigned)__cvta_generic_to_shared(s + W * e);
+    unsigned acc = 0;
+    for (int k = 0; k < iters; ++k) acc += probe_load<W>(addr);
+    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Launch (all three): block (256), any grid; out holds grid * 256 words.
+// 4-byte loads: offsets are word indices; out[t] = iters * offsets[lane].
 extern "C" __global__ void bank_probe_4b(unsigned* __restrict__ out, const int* __restrict__ offsets, int iters) {
-    __shared__ unsigned s[PROBE_WORDS];
-    probe_fill(s);
-    int w = offsets[threadIdx.x & 31];
-    if (w < 0 || w >= PROBE_WORDS) w = 0;
-    unsigned addr = (unsigned)__cvta_generic_to_shared(s + w);
-    unsigned acc = 0;
-    for (int k = 0; k < iters; ++k) {
-        unsigned v;
-        asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
-        acc += v;
-    }
-    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    bank_probe_body<1>(out, offsets, iters);
 }
 
-// 8-byte loads (one ld.shared.v2.u32 per iteration). offsets: 32 indices of
-// 8-byte elements (< PROBE_WORDS / 2), one per lane.
-// out[t] = iters * (4 * offsets[lane] + 1) (mod 2^32).
-// Launch: block (256), any grid; out holds grid * 256 words.
+// 8-byte loads (ld.shared.v2.u32): out[t] = iters * (4 * offsets[lane] + 1).
 extern "C" __global__ void bank_probe_8b(unsigned* __restrict__ out, const int* __restrict__ offsets, int iters) {
-    __shared__ __align__(16) unsigned s[PROBE_WORDS];
-    probe_fill(s);
-    int e = offsets[threadIdx.x & 31];
-    if (e < 0 || e >= PROBE_WORDS / 2) e = 0;
-    unsigned addr = (unsigned)__cvta_generic_to_shared(s + 2 * e);
-    unsigned acc = 0;
-    for (int k = 0; k < iters; ++k) {
-        unsigned a, b;
-        asm volatile("ld.volatile.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "r"(addr));
-        acc += a + b;
-    }
-    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    bank_probe_body<2>(out, offsets, iters);
 }
 
-// 16-byte loads (one ld.shared.v4.u32 per iteration). offsets: 32 indices of
-// 16-byte elements (< PROBE_WORDS / 4), one per lane.
-// out[t] = iters * (16 * offsets[lane] + 6) (mod 2^32).
-// Launch: block (256), any grid; out holds grid * 256 words.
+// 16-byte loads (ld.shared.v4.u32): out[t] = iters * (16 * offsets[lane] + 6).
 extern "C" __global__ void bank_probe_16b(unsigned* __restrict__ out, const int* __restrict__ offsets, int iters) {
-    __shared__ __align__(16) unsigned s[PROBE_WORDS];
-    probe_fill(s);
-    int e = offsets[threadIdx.x & 31];
-    if (e < 0 || e >= PROBE_WORDS / 4) e = 0;
-    unsigned addr = (unsigned)__cvta_generic_to_shared(s + 4 * e);
-    unsigned acc = 0;
-    for (int k = 0; k < iters; ++k) {
-        unsigned a, b, c, d;
-        asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
-        acc += a + b + c + d;
-    }
-    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    bank_probe_body<4>(out, offsets, iters);
 }

@@ -159,13 +159,14 @@ def l2_fetch_rows(result) -> list[dict]:
     for c in result.cases:
         m, ncu = c.extra["model"], c.extra.get("ncu") or {}
         half = c.bytes / 2
+        by_blocks = half / dram_block_model(c).efficiency
         dram = ncu.get("dram__bytes_read.sum")
         rows.append({"stride": c.params["strides"], "granularity asked B": c.params["granularity"],
                      "read back B": c.extra.get("granularity_read_back"), "median µs": c.median_s * 1e6,
                      "model DRAM read MB, sectors": half / m["read_efficiency"] / 1e6,
-                     "model DRAM read MB, 64-B blocks": half / dram_block_model(c).efficiency / 1e6,
+                     "model DRAM read MB, 64-B blocks": by_blocks / 1e6,
                      "ncu DRAM read MB": megabytes(dram),
-                     "ncu / 64-B model": dram / (half / dram_block_model(c).efficiency) if dram else None})
+                     "ncu / 64-B model": dram / by_blocks if dram else None})
     return rows
 
 

@@ -136,6 +136,13 @@ PROBE_PATTERNS = [p[0] for p in _probe_patterns()]
 WIDE_PROBE_PATTERNS = [p[0] for p in _wide_patterns()]
 
 
+def probe_load_sum(offsets, width: int):
+    """What one probe load of ``width`` bytes at element ``offsets`` (NumPy or CuPy) sums: the W = width / 4
+    words W·e … W·e + W − 1 (the probe fills word w with w), so W²·e + W(W − 1)/2."""
+    w = width // 4
+    return w * w * offsets + w * (w - 1) // 2
+
+
 def probe_launches(patterns: list[str], iters: int) -> list[Launch]:
     """One bank-probe launch per pattern: every warp repeats the pattern's loads ``iters`` times."""
     import cupy
@@ -155,7 +162,7 @@ def probe_launches(patterns: list[str], iters: int) -> list[Launch]:
         fn = cuda.kernel("transpose", kernel)
         dev_offsets = cupy.asarray(offsets)
         args = (out, dev_offsets, cupy.int32(iters))
-        per_lane = {4: 1, 8: 4, 16: 16}[width] * offsets.astype(np.uint64) + {4: 0, 8: 1, 16: 6}[width]
+        per_lane = probe_load_sum(offsets.astype(np.uint64), width)
         want = cupy.asarray(np.tile((per_lane * iters) % (1 << 32), blocks * BLOCK // 32).astype(np.float64))
 
         def check(fn=fn, args=args, want=want):
@@ -199,5 +206,5 @@ def transpose_smoke() -> None:
     for width in (4, 8, 16):
         out = cupy.zeros(2 * BLOCK, dtype=cupy.uint32)
         cuda.kernel("transpose", f"bank_probe_{width}b")((2,), (BLOCK,), (out, offsets, cupy.int32(3)))
-        per_lane = {4: 1, 8: 4, 16: 16}[width] * offsets + {4: 0, 8: 1, 16: 6}[width]
+        per_lane = probe_load_sum(offsets, width)
         assert bool((out == cupy.tile(3 * per_lane, 2 * BLOCK // 32).astype(cupy.uint32)).all()), f"probe {width}"
