@@ -32,11 +32,11 @@ def mystery():
 def test_the_diagnosis_needs_every_defect_and_no_innocent_suspect():
     assert check_diagnosis(set(catalog.MYSTERY_DEFECTS)).correct
     assert check_diagnosis({d.upper() for d in catalog.MYSTERY_DEFECTS}).correct
-    partial = check_diagnosis({"idle SMs", "edges"})
-    assert not partial.correct and "2 still hidden" in partial
+    partial = check_diagnosis({"too little parallelism", "edges"})
+    assert not partial.correct and "3 still hidden" in partial
     assert "local memory" not in partial and "uncoalesced" not in partial      # the hidden ones are not named
     framed = check_diagnosis(set(catalog.MYSTERY_DEFECTS) | {"bank conflicts"})
-    assert not framed.correct and "1 of your 5 suspects are innocent" in framed
+    assert not framed.correct and "1 of your 6 suspects are innocent" in framed
     everyone = check_diagnosis(set(SUSPECTS))          # naming every suspect learns nothing
     assert not everyone.correct and not any(d in everyone for d in catalog.MYSTERY_DEFECTS + tuple(CLEARED))
     solved = check_diagnosis(set(catalog.MYSTERY_DEFECTS))
@@ -127,7 +127,7 @@ def test_family_scenarios_accept_the_right_families_and_reveal_no_scenario_when_
 
 
 LIVE_VERDICT = """Compiled for sm_90 (13.0): 31 registers/thread, 0 B static shared memory, no spills.
-  ✔ idle SMs: 2,048 blocks
+  ✔ too little parallelism: 2,048 blocks
   1×1: correct
   3×1025: correct
   257×1000: correct

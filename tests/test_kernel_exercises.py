@@ -138,8 +138,9 @@ def _marks(verdict) -> dict[str, bool]:
 @pytest.mark.parametrize("label,remaining", [
     ("the mystery as given", set(catalog.MYSTERY_DEFECTS)),
     ("one warp per row, no row guard", {"edges"}),
-    ("one warp per row, the row kept in a local array", {"local memory"}),
-    ("one thread per row, guarded", {"idle SMs", "uncoalesced loads", "local memory"}),
+    ("one warp per row, the row kept in a local array", {"local memory", "buffer overflow"}),
+    ("one thread per row, guarded", {"too little parallelism", "uncoalesced loads", "local memory", "buffer overflow"}),
+    ("the row in a fixed 8,192-float shared buffer", {"buffer overflow"}),
 ])
 def test_the_capstone_names_exactly_the_defects_that_remain(label, remaining):
     verdict = ke.check("mystery_rms_norm", catalog.MYSTERY.wrong[label], live=False)

@@ -112,12 +112,12 @@ def test_check_stages_accepts_the_fewest_and_rejects_others():
 
 def test_check_winner_follows_the_measurement(recorded):
     st = recorded["streaming"]
-    sync3 = {"kernel": "stream_sync", "blocks_per_sm": 3, "stages": None}
-    async3 = {"kernel": "stream_cp_async", "blocks_per_sm": 1, "stages": 3}
-    assert check_winner(st, sync3, async3, "second").correct
-    assert not check_winner(st, sync3, async3, "first").correct
-    assert not check_winner(st, sync3, async3, None).correct
-    assert not check_winner(st, sync3, {"kernel": "stream_sync", "blocks_per_sm": 99, "stages": None}, "first").correct
+    sync4 = {"kernel": "stream_sync", "blocks_per_sm": 4, "stages": None}   # 16 KiB in flight, 32 warps
+    async4 = {"kernel": "stream_cp_async", "blocks_per_sm": 1, "stages": 3}   # 32 KiB, 8 warps
+    assert check_winner(st, sync4, async4, "second").correct
+    assert not check_winner(st, sync4, async4, "first").correct
+    assert not check_winner(st, sync4, async4, None).correct
+    assert not check_winner(st, sync4, {"kernel": "stream_sync", "blocks_per_sm": 99, "stages": None}, "first").correct
 
 
 def test_chase_hops_warm_a_cache_sized_footprint_and_cap_a_larger_one():

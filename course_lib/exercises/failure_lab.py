@@ -21,9 +21,10 @@ SUSPECTS = tuple(sorted((*MYSTERY_DEFECTS, *CLEARED)))
 
 # Where to look for a defect not found yet, without naming it.
 _WHERE_TO_LOOK = {
-    "idle SMs": "the launch: how many blocks and threads, for how many SMs and the threads they can hold",
+    "too little parallelism": "the launch: how many blocks and threads, for how many SMs and the threads they can hold",
     "uncoalesced loads": "which addresses the 32 lanes of one warp read in the same instruction",
     "local memory": "the compile report's stack frame",
+    "buffer overflow": "the widest row the kernel can hold, against the widest the checker runs",
     "edges": "what the last block does when rows is not a multiple of ROWS_PER_BLOCK",
 }
 

@@ -418,8 +418,11 @@ TILE_GEMM = KernelExercise(
 
 # ---- notebook 11's capstone: a kernel with several defects, none of them named in its source
 
-MYSTERY_DEFECTS = ("idle SMs", "uncoalesced loads", "local memory", "edges")
+MYSTERY_DEFECTS = ("too little parallelism", "uncoalesced loads", "local memory", "buffer overflow", "edges")
 _COMPARES_ROWS = re.compile(r"[<>]=?\s*rows\b|\brows\s*[<>]")
+_COLUMN_LOOP = re.compile(r"for\s*\(\s*(?:int\s+)?(\w+)\s*=[^;]*;\s*\1\s*<\s*cols\b")
+_FIXED_ARRAY = re.compile(r"(__shared__\s+)?\b(?:float|double|int|float4)\s+(\w+)\s*\[\s*(\w+)\s*\]\s*;")
+_DEFINE = re.compile(r"#define\s+(\w+)\s+(\d+)\b")
 
 
 def _target_sm_count() -> int:
@@ -453,6 +456,29 @@ def _target_resident_blocks(threads: int, res: cuda.KernelResources) -> int:
     return occupancy.residency(budget, threads, res.registers, res.static_smem_bytes).resident_blocks
 
 
+def _row_buffer_finding(body: str, per_block: int) -> Finding:
+    """A fixed-size array indexed by a loop that runs to ``cols`` holds (part of) a row; what it holds per row
+    (its size times the threads of a row for a per-thread array, over the rows of a block for a shared one)
+    against the widest row the checker runs."""
+
+    widest = max(c for _, c in MYSTERY_SHAPES)
+    defines = {name: int(value) for name, value in _DEFINE.findall(body)}
+    column_vars = set(_COLUMN_LOOP.findall(body))
+    short = []
+    for shared, name, size in _FIXED_ARRAY.findall(body):
+        n = int(size) if size.isdigit() else defines.get(size)
+        index = re.search(rf"\b{name}\s*\[([^\]]*)\]\s*=", body)
+        if n is None or not index or not column_vars & set(re.findall(r"\w+", index.group(1))):
+            continue
+        per_row = n // per_block if shared else n * max(1, MYSTERY_THREADS // per_block)
+        if per_row < widest:
+            short.append(f"{name}[{size}] ({'shared' if shared else 'per thread'}) holds {per_row:,} columns of a row")
+    if not short:
+        return Finding(True, "buffer overflow: no fixed-size array holds a row")
+    return Finding(False, "buffer overflow: " + "; ".join(short) + f", and nothing stops a longer row: the checker's "
+                   f"rows run to {widest:,} columns, and each one past the end writes memory the array does not own")
+
+
 def _row_launch_problem(per_block: int | None) -> Finding | None:
     if per_block is None or per_block < 1 or MYSTERY_THREADS % per_block:
         return Finding(False, "define ROWS_PER_BLOCK as a divisor of 256 (#define ROWS_PER_BLOCK 8, say): the "
@@ -478,7 +504,7 @@ def _mystery_checks(source: str, res: cuda.KernelResources, sass: list[str] | No
     resident = _target_resident_blocks(MYSTERY_THREADS, res)
     s = waves.schedule(blocks, sms, resident)
     out = [Finding(blocks >= 2 * sms,
-                   f"idle SMs: {blocks:,} blocks of {MYSTERY_THREADS} threads for {rows:,} rows (the timed shape) on "
+                   f"too little parallelism: {blocks:,} blocks of {MYSTERY_THREADS} threads for {rows:,} rows (the timed shape) on "
                    f"{sms} SMs, up to {resident} resident per SM (occupancy model): {s.waves} wave{'s' if s.waves > 1 else ''}"
                    + (f", and {sms - blocks} SMs with no work at all" if blocks < sms else
                       f", {blocks / sms:.1f} blocks per SM" + (": too few to hide latency" if blocks < 2 * sms else "")))]
@@ -488,6 +514,7 @@ def _mystery_checks(source: str, res: cuda.KernelResources, sass: list[str] | No
                        f"local memory: {res.stack_frame_bytes:,} B stack frame per thread, {res.spill_store_bytes} B "
                        "spilled: an array indexed at run time cannot live in registers, so it lives in local memory (device "
                        "memory, cached in L1 and L2)"))
+    out.append(_row_buffer_finding(body, per_block))
     guarded = _COMPARES_ROWS.search(body) is not None
     out.append(Finding(guarded, "edges: the kernel compares a row index with rows (the live run tests every edge)"
                        if guarded else "edges: nothing compares a row index with rows, so the last block's extra "
