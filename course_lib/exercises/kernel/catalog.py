@@ -409,11 +409,16 @@ TILE_GEMM = KernelExercise(
     wrong_files={
         "one barrier per step": "wrong_one_barrier_per_step",
         "no zeros outside the matrices": "wrong_no_zeros_outside_the_matrices",
+        "A loaded down its columns (uncoalesced)": "wrong_a_loaded_down_its_columns",
+        "B's tile stored transposed (8-way conflicts on every B read)": "wrong_b_tile_transposed",
     },
     live=cases.tile_gemm_cases,
     sizes=tuple(range(len(GEMM_SHAPES))),
     size_labels=tuple(f"{m}×{n}×{k}" for m, n, k in GEMM_SHAPES),
     static=_register_tile_checks,
+    # the A reads are broadcasts and the B reads a row: one wavefront each (the stores of A's transposed tile
+    # conflict, in the course's rung too, but they are 2 of every 18 shared instructions)
+    counts=(SectorUse("ld"), SectorUse("st"), BankWavefronts("ld")),
 )
 
 # ---- notebook 11's capstone: a kernel with several defects, none of them named in its source
