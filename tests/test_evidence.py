@@ -13,11 +13,7 @@ RECORD_FILES = sorted(RECORDED_DIR.glob("*/*.json"))
 # Experiments written and reviewed but not yet run on the H200 (no machine could be started in the session that
 # wrote them). Record them with `python -m course_lib.record NAME`, then take them off this list: the test below
 # fails for a name still listed once its record exists. No notebook shows them until they are recorded.
-WAITING_FOR_A_GPU = {
-    "banks.wide_probe": "16-byte loads and lanes sharing addresses, against the bank model (notebook 05)",
-    "coalescing.l2_fetch": "the strided copy under each cudaLimitMaxL2FetchGranularity (notebook 04)",
-    "gemm.cublas_profile": "cuBLAS's fp32 and bf16 GEMMs under the ladder's ncu metrics (notebook 06)",
-}
+WAITING_FOR_A_GPU: dict[str, str] = {}   # experiments registered before a GPU could record them: name -> why
 
 
 def test_there_are_h200_records_for_every_experiment():

@@ -103,8 +103,13 @@ def test_sixteen_byte_loads_with_paired_lanes_take_half_the_wavefronts():
     assert memory.paired_lanes(tuple(16 * ((i % 2) + 2 * (i // 4)) for i in range(32))) == 2
     # the rule is about loads: a store keeps quarter-warp phases
     assert memory.bank_conflicts(memory.shared_addresses("broadcast", 16), 16, store=True).wavefronts == 4
-    # 8-byte loads keep half-warp phases whatever the pairing (no measurement of paired 8-byte loads)
-    assert memory.bank_conflicts(memory.shared_addresses("broadcast", 8), 8).wavefronts == 2
+    # 8-byte loads pair by n ^ 1 (banks.wide_probe: 1 wavefront), not by lanes 16 apart (2), and
+    # by n ^ 2 only where it was measured, at 16 bytes
+    assert memory.bank_conflicts(memory.shared_addresses("broadcast", 8), 8).wavefronts == 1
+    assert memory.bank_conflicts(memory.shared_addresses("grouped", 8, stride=2), 8).paired
+    assert memory.bank_conflicts(memory.shared_addresses("repeating", 8, stride=16), 8).wavefronts == 2
+    assert memory.bank_conflicts(tuple(8 * ((i % 2) + 2 * (i // 4)) for i in range(32)), 8).wavefronts == 2
+    assert memory.bank_conflicts(memory.shared_addresses("broadcast", 8), 8, store=True).wavefronts == 2
     # a paired half-warp still conflicts inside its phase: 8 distinct float4s 32 bytes apart
     conflicted = tuple(32 * (i // 2 % 8) for i in range(32))
     assert memory.bank_conflicts(conflicted, 16).wavefronts == 4

@@ -18,7 +18,7 @@ from course_lib.launch.fusion import run_rmsnorm
 from course_lib.measure import evidence as ev
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, check_close, experiment, launch_record, require_passed
-from course_lib.measure.profiler import attach_profiles
+from course_lib.measure.profiler import attach_profiles, kernels_launched
 from course_lib.measure.sanitizer import sanitizer_summary
 from course_lib.measure.target import Target
 from course_lib.models.failures import Failure, demonstrated
@@ -131,6 +131,40 @@ def launch_each(rows: int, cols: int, labels: list[str]) -> None:
     grid, block = elementwise_launch("copy_vec4", n)
     cuda.kernel("elementwise", "copy_vec4")(grid, block, (out, x, cupy.int64(n)))
     cupy.cuda.Device().synchronize()
+
+
+BROADCAST_VIEW = "x + bias.expand(rows, cols): read through stride 0"
+BROADCAST_COPIED = "x + bias.expand(rows, cols).contiguous(): the view made real"
+
+
+@experiment("failures.broadcast",
+            "A bias row added to every row of a matrix through a broadcast view (expand, stride 0), beside the same "
+            "add after the view was made contiguous: the kernels and the bytes a broadcast costs once something "
+            "materializes it.",
+            rows=8192, cols=8192, samples=20)
+def broadcast(rows: int, cols: int, samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.rand((rows, cols), device="cuda", generator=gen)
+    bias = torch.rand(cols, device="cuda", generator=gen)
+    view = bias.expand(rows, cols)   # stride (0, 1): cols floats of storage for rows x cols elements
+    want = cupy.asarray(x) + cupy.asarray(bias)[None, :]
+    n = rows * cols
+    # compulsory bytes: x read, out written, the bias row read once; the copy adds a full matrix written,
+    # then read again by the add
+    plans = {BROADCAST_VIEW: (lambda: x + view, 4 * (2 * n + cols)),
+             BROADCAST_COPIED: (lambda: x + view.contiguous(), 4 * (4 * n + cols))}
+    cases = []
+    for name, (fn, nbytes) in plans.items():
+        check = check_close(fn(), want, "float32 x + bias broadcast by CuPy", 0.0)
+        timing = benchmark(fn, samples, reference=True)
+        cases.append(require_passed(Case(
+            name, {"plan": name}, "torch", timing, n, nbytes, check,
+            extra={"kernels": kernels_launched(fn), "view_stride": list(view.stride()),
+                   "view_storage_bytes": view.untyped_storage().nbytes()})))
+    return cases
 
 
 @experiment("failures.mystery",
@@ -360,6 +394,12 @@ def _kernel_count(record: dict, shown, other) -> str:
             "from the profiler's trace")
 
 
+def _materialized(record: dict, shown, other) -> str:
+    return (f"the view's strides {tuple(other.extra['view_stride'])} over {other.extra['view_storage_bytes']:,} B of "
+            f"storage; made contiguous it launched {' + '.join(_kernel_name(k) for k in shown.extra['kernels'])}, "
+            f"against {' + '.join(_kernel_name(k) for k in other.extra['kernels'])}")
+
+
 def _one_number(record: dict, shown, other) -> str:
     m = shown.extra["ncu"]
     return (f"ncu: warps active {m['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}% of the peak while the "
@@ -388,6 +428,7 @@ def _wrong_level(record: dict, shown, other) -> str:
 # The number in each record that decides a mistake, where a time and a rate alone do not show it:
 # failure number -> (record as loaded, the shown case, the contrast case or None) -> a phrase.
 DECIDING = {1: _kernel_count, 2: _blocks_per_sm, 3: _start_order, 4: _tiles_per_block, 13: _cache_absorbed,
+            15: _materialized,
             19: _race_unseen, 23: _datasheet_share, 24: _wrong_level, 27: _kernel_names("cublas_kernels"),
             28: _one_number, 29: _clock, 30: _kernel_names("kernels"), 33: _wrong_level}
 

@@ -362,11 +362,17 @@ RESIDUAL_STAGED = _fused_gemm("course GEMM, fused bias + GELU + residual, 16-byt
                               gemm_bf16.BIAS_GELU_RESIDUAL_STAGED)
 EPILOGUE_PLANS = by_label(PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, TANHF_FUSED, GEMM_THEN_PASS, PASS_ALONE,
                           CUBLAS, CUBLAS_EAGER, TORCH_COMPILE, PLAIN_STAGED, GELU_STAGED, RESIDUAL_STAGED)
-EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, PLAIN_STAGED, RESIDUAL_STAGED)
+EPILOGUE_PROFILED = (PLAIN_GEMM, BIAS_ONLY, GELU_FUSED, RESIDUAL_FUSED, TANHF_FUSED, PLAIN_STAGED, RESIDUAL_STAGED)
+# What the tanhf variant's extra time is: instructions to issue, or the waits of their dependent chains.
+EPILOGUE_STALLS = {"a fixed latency (wait)": "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+                   "MUFU/shared (short scoreboard)":
+                       "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+                   "a busy pipe (math throttle)":
+                       "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio"}
 EPILOGUE_METRICS = ["gpu__time_duration.sum", "sm__inst_executed.sum",
                     "smsp__issue_active.avg.pct_of_peak_sustained_active",
                     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                    "dram__bytes_read.sum", "dram__bytes_write.sum"]
+                    "dram__bytes_read.sum", "dram__bytes_write.sum", *EPILOGUE_STALLS.values()]
 
 
 def _epilogue_inputs(m: int, n: int, k: int):
@@ -987,7 +993,8 @@ def epilogue_profile_rows(result) -> list[dict]:
     return _profile_rows(result, PLAIN_GEMM, EPILOGUE_PROFILED, lambda nc: {
         "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
         "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
-        "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6})
+        "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6, "DRAM write MB": nc["dram__bytes_write.sum"] / 1e6,
+        **{f"stalled on {why} per issue": nc[m] for why, m in EPILOGUE_STALLS.items() if m in nc}})
 
 
 @beside_reference

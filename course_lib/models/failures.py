@@ -174,7 +174,9 @@ FAILURES: tuple[Failure, ...] = (
         "library call that wants a dense input can silently turn it into a full-sized copy, with all the bytes "
         "and the allocation that implies. Check the strides and storage of the tensor the kernel actually "
         "receives, and look for copy kernels in the profiler trace.",
-        None, None, None, None, None),
+        "11_failure_lab", "Thirty-five mistakes in five families", "failures.broadcast",
+        "x + bias.expand(rows, cols).contiguous(): the view made real",
+        "x + bias.expand(rows, cols): read through stride 0"),
     Failure(
         16, _MEM,
         "Treating a paged key/value cache during decoding as if each sequence's keys and values formed one "

@@ -21,17 +21,22 @@ phases of 128 bytes: an 8-byte access is processed per half-warp (16 lanes at a
 time), a 16-byte one per quarter-warp. Conflicts only happen within a phase, so
 a warp of 8-byte loads needs at least 2 wavefronts, and that is not a conflict.
 
-16-byte loads have one exception, which an NVIDIA engineer states on NVIDIA's
-developer forum ("Unexpected shared memory bank conflict", thread 77228, for
-compute capability 7.x): shared memory returns 128 bytes per cycle, one 4-byte
-register for every lane, so an LDS.128 takes 4 wavefronts; but when every lane n
-reads the same address as lane n ^ 1, or every lane n the same as lane n ^ 2, the
-returned registers are packed two lanes to one and the load takes 2. The model
-then serves the warp per half-warp (at most 8 distinct 16-byte addresses, 128
-bytes, per phase). The H200's profile of notebook 06 agrees with this rule rung
-by rung (``gemm_fp32_wavefronts``); the Programming Guide states no rule for
-wider words. Stores, and 8-byte loads, keep the plain phases: the forum rule is
-about 16-byte loads, and the course has no measurement of paired 8-byte loads.
+Loads wider than 4 bytes have one exception. An NVIDIA engineer states it for 16-byte
+loads on NVIDIA's developer forum ("Unexpected shared memory bank conflict", thread
+77228, for compute capability 7.x): shared memory returns 128 bytes per cycle, one
+4-byte register for every lane, so an LDS.128 takes 4 wavefronts; but when every
+lane n reads the same address as lane n ^ 1, or every lane n the same as lane n ^ 2,
+the returned registers are packed two lanes to one and the load takes 2. The model
+then serves the warp per half-warp (at most 8 distinct 16-byte addresses, 128 bytes,
+per phase). ``banks.wide_probe`` measured the same for 8-byte loads on the H200: when
+every lane n reads what lane n ^ 1 reads (a broadcast included), a warp of LDS.64 is
+one wavefront, not two; lanes 16 apart sharing keep two. So a paired 8-byte load is
+served 32 lanes at a time. Pairing by n ^ 2 is applied to 16-byte loads only: the
+probe did not test it at 8 bytes. The same probe counted every 16-byte pattern the
+model predicts (rows, strides, columns at pitch 32 and 33, and each grouping of
+shared addresses), and the H200's profile of notebook 06 agrees rung by rung
+(``gemm_fp32_wavefronts``). Stores keep the plain phases; the Programming Guide states
+no rule for wider words.
 """
 from __future__ import annotations
 
@@ -262,8 +267,8 @@ class BankCount:
 
     addresses_bytes: tuple[Optional[int], ...]
     access_bytes: int
-    lanes_per_phase: int                      # 32 for 4-byte, 16 for 8-byte (half-warps), 8 for 16-byte,
-                                              # 16 for a 16-byte load with paired lanes
+    lanes_per_phase: int                      # 32 for 4-byte, 16 for 8-byte (half-warps), 8 for 16-byte;
+                                              # doubled for a load with paired lanes
     lane_banks: tuple[tuple[int, ...], ...]   # banks each lane touches (empty for inactive lanes)
     phase_wavefronts: tuple[int, ...]         # wavefronts of each phase (0 for a phase with no active lane)
 
@@ -279,8 +284,8 @@ class BankCount:
 
     @property
     def paired(self) -> bool:
-        """A 16-byte load served per half-warp because neighbouring lanes share addresses."""
-        return self.access_bytes == 16 and self.lanes_per_phase == 2 * (PHASE_BYTES // 16)
+        """A wide load served in half as many phases because neighbouring lanes share addresses."""
+        return self.access_bytes in (8, 16) and self.lanes_per_phase == 2 * (PHASE_BYTES // self.access_bytes)
 
     @property
     def ways(self) -> int:
@@ -304,8 +309,8 @@ def bank_of(address_bytes: int) -> int:
 
 def paired_lanes(addresses_bytes: Addresses) -> Optional[int]:
     """1 or 2 when every lane n reads what lane n ^ 1 (or n ^ 2) reads, inactive lanes paired with
-    inactive ones; None otherwise. The condition under which a 16-byte load packs two lanes' registers
-    into one return, halving its wavefronts."""
+    inactive ones; None otherwise. The condition under which a wide load packs two lanes' registers
+    into one return, halving its wavefronts (n ^ 2: 16-byte loads only)."""
     for d in (1, 2):
         if all(addresses_bytes[n] == addresses_bytes[n ^ d] for n in range(WARP_SIZE)):
             return d
@@ -316,11 +321,13 @@ def bank_conflicts(addresses_bytes: Addresses, access_bytes: int = 4, store: boo
     """Wavefronts of one warp's shared-memory access (4-byte banks, 128-byte phases).
 
     A 16-byte *load* whose lanes are paired (``paired_lanes``) is served per half-warp, so it takes
-    at least 2 wavefronts instead of 4; ``store=True`` turns that off."""
+    at least 2 wavefronts instead of 4, and an 8-byte load whose lanes pair by n ^ 1 in one phase,
+    at least 1 instead of 2; ``store=True`` turns that off."""
     b = _check_element_bytes(access_bytes, "access size")
     addrs = _check_addresses(addresses_bytes, b)
     per_phase = max(1, min(WARP_SIZE, PHASE_BYTES // b))
-    if b == 16 and not store and paired_lanes(addrs) is not None:
+    pairing = None if store else paired_lanes(addrs)
+    if (b == 16 and pairing is not None) or (b == 8 and pairing == 1):
         per_phase = 2 * per_phase
     lane_banks, phase_wavefronts = [], []
     for lane, a in enumerate(addrs):

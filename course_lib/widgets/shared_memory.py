@@ -51,10 +51,11 @@ def render_banks(r: memory.BankCount) -> str:
                             f'{(i + 1) * r.lanes_per_phase - 1}</span>'
                             for i in range(memory.WARP_SIZE // r.lanes_per_phase))
         if r.paired:
-            phases = (f"Every lane reads the same 16 bytes as lane n ^ {memory.paired_lanes(r.addresses_bytes)}, so "
-                      "two lanes share one returned register and the load is served 16 lanes at a time "
-                      f"({colours}): at least {r.ideal_wavefronts} wavefronts instead of 4 (the rule NVIDIA states "
-                      "for 16-byte loads; stores do not pair).")
+            phases = (f"Every lane reads the same {r.access_bytes} bytes as lane n ^ "
+                      f"{memory.paired_lanes(r.addresses_bytes)}, so two lanes share one returned register and the "
+                      f"load is served {r.lanes_per_phase} lanes at a time ({colours}): at least "
+                      f"{r.ideal_wavefronts} wavefronts instead of {2 * r.ideal_wavefronts} (NVIDIA's rule for "
+                      "16-byte loads, measured for 8-byte ones by banks.wide_probe; stores do not pair).")
         else:
             phases = (f"{r.access_bytes}-byte accesses are served {r.lanes_per_phase} lanes at a time "
                       f"({colours}): 128 bytes per wavefront, so at least {r.ideal_wavefronts} wavefronts even "

@@ -8,6 +8,7 @@ from course_lib.models import memory
 shared = claims.load_module("_shared")
 
 COPY, STRIDED, PATTERNS = "machine.copy_bandwidth", "coalescing.strided_copy", "coalescing.patterns"
+L2_FETCH = "coalescing.l2_fetch"
 
 # The model's GB/s divide by the copy ceiling (machine.copy_bandwidth), and the stride-1 copy is set beside the
 # float4 copy of coalescing.patterns: other experiments of the same run. Such a claim names them all, e.g.
@@ -154,4 +155,25 @@ CLAIMS = [
                         / r.case("16 bytes per thread (copy_vec4)").launch["grid"][0],
                         r.case("4 bytes per thread (copy)").launch["grid"][0]),
              [(4, 4), (262144, 262144)], unit="×"),
+    # the L2 fetch granularity (coalescing.l2_fetch)
+    Measured("DRAM reads what the sector count says at every wide stride: 0.5 of the 64-byte model", L2_FETCH,
+             lambda r: tuple(fetch_row(r, s, 32)["ncu / 64-B model"] for s in (16, 33, 1025)), [(0.49, 0.51)] * 3),
+    Measured("The stride-16 copy then runs about 1.65 times as fast as at 64 B", L2_FETCH,
+             lambda r: fetch_row(r, 16, 64)["median µs"] / fetch_row(r, 16, 32)["median µs"], (1.6, 1.7), unit="×"),
+    Measured("DRAM reads the 64-byte model, as in the table above. The runtime reported 64 B before the experiment "
+             "changed it", L2_FETCH,
+             lambda r: tuple(fetch_row(r, s, 64)["ncu / 64-B model"] for s in (16, 33, 1025))
+             + tuple(c.extra["granularity_before_the_experiment"] for c in r.cases[:1]),
+             [(0.99, 1.01)] * 3 + [(64, 64)]),
+    Measured("Strides 33 and 1025 read twice the 64-byte model: each lane now costs a whole 128-byte line. At "
+             "stride 16, two lanes share each 128-byte line, so it reads what it read at 64 B", L2_FETCH,
+             lambda r: (fetch_row(r, 33, 128)["ncu / 64-B model"], fetch_row(r, 1025, 128)["ncu / 64-B model"],
+                        fetch_row(r, 16, 128)["ncu DRAM read MB"] / fetch_row(r, 16, 64)["ncu DRAM read MB"]),
+             [(1.95, 2.05), (1.95, 2.05), (0.99, 1.01)]),
 ]
+
+
+def fetch_row(result, stride: int, granularity: int) -> dict:
+    """``lab.l2_fetch_rows``'s row for one stride under one fetch granularity asked for."""
+    return next(r for r in lab.l2_fetch_rows(result)
+                if r["stride"] == stride and r["granularity asked B"] == granularity)

@@ -2,6 +2,7 @@
 and against the live run committed with the notebook."""
 from course_lib.core import hardware
 from course_lib.exercises import gemm_ladder as exercises
+from course_lib.exercises.kernel import catalog
 from course_lib.labs import gemm_ladder as lab
 from course_lib.launch import gemm_fp32
 from course_lib.measure import sass
@@ -9,6 +10,7 @@ from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import memory, tiling
 
 LADDER, PROFILE, BF16, CEILINGS = "gemm.fp32_ladder", "gemm.profile", "gemm.bf16_mma", "hopper.ceilings"
+CUBLAS_PROFILE = "gemm.cublas_profile"
 H200 = "NVIDIA H200"
 N = 4096                                     # the profile's size
 STEPS = [st.kernel for st in lab.LADDER]     # step k is STEPS[k - 1]
@@ -374,4 +376,36 @@ CLAIMS = [
                       tiling.tile_estimate(128, 128, 32, 4, "bf16", 256, 64, hardware.spec("l4")).residency.resident_blocks,
                       tiling.tile_estimate(128, 128, 16, 4, "bf16", 256, 64, hardware.spec("l4")).residency.resident_blocks),
              [(64, 64), (32, 32), (1, 1), (2, 2)], unit=" KiB"),
+    Analytic("both must be coalesced, at least 80%) and the wavefronts per shared load (at most 1.5",
+             lambda: tuple(c.min_used * 100 if isinstance(c, catalog.SectorUse) else c.max_per_instruction
+                           for c in catalog.TILE_GEMM.counts),
+             [(80, 80), (80, 80), (1.5, 1.5)], unit="%"),
+    # cuBLAS under the ladder's metrics (gemm.cublas_profile) beside step 9 (gemm.profile)
+    Measured("one block of 8 warps per SM (12% achieved occupancy, as step 9), and the same two top stalls, another "
+             "warp issued and a shared-memory load", (CUBLAS_PROFILE, PROFILE),
+             lambda c, p: (occupancy_pct(cublas(c, "fp32")), occupancy_pct(ncu(p, 9)),
+                           float(top_two(cublas(c, "fp32")) == ["not_selected", "short_scoreboard"] == top_two(ncu(p, 9)))),
+             [(11.5, 13), (11.5, 13), (1, 1)], unit="%"),
+    Measured("on 90% of the schedulers' cycles against step 9's 76%, and the FMA pipe is busy 79% of the time against "
+             "68%. That ratio, about 1.18, is about the ratio of their times", (CUBLAS_PROFILE, PROFILE),
+             lambda c, p: (issue(cublas(c, "fp32")), issue(ncu(p, 9)), fma(cublas(c, "fp32")), fma(ncu(p, 9)),
+                           issue(cublas(c, "fp32")) / issue(ncu(p, 9)), ncu_s(ncu(p, 9)) / ncu_s(cublas(c, "fp32"))),
+             [(89, 91), (75, 77), (78.5, 80), (67.5, 69), (1.15, 1.21), (1.15, 1.21)], unit="%"),
+    Measured("the FMA pipe's share over the issue share is 0.88 and 0.89", (CUBLAS_PROFILE, PROFILE),
+             lambda c, p: (fma(cublas(c, "fp32")) / issue(cublas(c, "fp32")), fma(ncu(p, 9)) / issue(ncu(p, 9))),
+             [(0.87, 0.9), (0.87, 0.9)]),
+    Measured("its tensor pipe is busy 95% of the time against 78% for the course's TMA kernel above, and its warps wait "
+             "mostly at barriers", (CUBLAS_PROFILE, PROFILE),
+             lambda c, p: (tensor(cublas(c, "bf16")), tensor(ncu(p, **TMA)), float(top_two(cublas(c, "bf16"))[0] == "barrier")),
+             [(94, 96), (77, 79), (1, 1)], unit="%"),
 ]
+
+
+def cublas(r, dtype: str) -> dict:
+    """ncu's metrics of cuBLAS's GEMM kernel for one dtype (gemm.cublas_profile)."""
+    return next(c for c in r.cases if c.params["dtype"] == dtype).extra["ncu"]
+
+
+def occupancy_pct(m: dict) -> float:
+    return m["sm__warps_active.avg.pct_of_peak_sustained_active"]
+
