@@ -694,7 +694,7 @@ def test_the_wavefront_count_passes_the_recorded_conflict_free_tiles_and_rejects
             ok, lines = count_lines(bank, recorded[name])
             assert ok and len(lines) == 1, (name, lines)
     ok, lines = count_lines(loads, recorded["shared tile 32×32"])
-    assert not ok and "32.45 per instruction" in lines[0] and "passes on average" in lines[1], lines
+    assert not ok and re.search(r"32\.\d\d per instruction", lines[0]) and "passes on average" in lines[1], lines
     assert count_lines(stores, recorded["shared tile 32×32"])[0]          # its row writes are conflict-free
     ok, lines = count_lines(loads, {m: 0.0 for m in loads.metrics})
     assert not ok and "no shared-memory loads" in lines[0]
@@ -714,7 +714,7 @@ def test_live_the_bank_model_gives_way_to_the_wavefront_count(monkeypatch):
     monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["shared tile 32×32"], **sectors_fine})
     verdict = checker.check("transpose_tile", nothing, live=True)
     assert not verdict.correct and "the tile's column index is XORed" in verdict and checker.MODEL_NOTE in verdict
-    assert "32.45 per instruction" in verdict, verdict
+    assert re.search(r"32\.\d\d per instruction", str(verdict)), verdict   # the 32 x 32 tile's count, recorded
     monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["padded tile 32×33"], **sectors_fine})
     assert checker.check("transpose_tile", catalog.TRANSPOSE.solution, live=True).correct
 
