@@ -165,6 +165,15 @@ CLAIMS = [
              lambda r: tuple(fetch_row(r, s, 64)["ncu / 64-B model"] for s in (16, 33, 1025))
              + tuple(c.extra["granularity_before_the_experiment"] for c in r.cases[:1]),
              [(0.99, 1.01)] * 3 + [(64, 64)]),
+    Measured("Halving them made the stride-16 copy 1.65 times as fast, but the stride-33 copy only about 5% faster, "
+             "and the stride-1025 copy about 8% slower", L2_FETCH,
+             lambda r: (fetch_row(r, 16, 64)["median µs"] / fetch_row(r, 16, 32)["median µs"],
+                        fetch_row(r, 33, 64)["median µs"] / fetch_row(r, 33, 32)["median µs"] - 1,
+                        fetch_row(r, 1025, 32)["median µs"] / fetch_row(r, 1025, 64)["median µs"] - 1),
+             [(1.6, 1.7), (0.03, 0.07), (0.06, 0.1)], unit="%"),
+    Measured("A kernel that reads whole lines runs the same at all three settings", L2_FETCH,
+             lambda r: max(fetch_row(r, 1, g)["median µs"] for g in (32, 64, 128))
+             / min(fetch_row(r, 1, g)["median µs"] for g in (32, 64, 128)), (1.0, 1.01), unit="×"),
     Measured("Strides 33 and 1025 read twice the 64-byte model: each lane now costs a whole 128-byte line. At "
              "stride 16, two lanes share each 128-byte line, so it reads what it read at 64 B", L2_FETCH,
              lambda r: (fetch_row(r, 33, 128)["ncu / 64-B model"], fetch_row(r, 1025, 128)["ncu / 64-B model"],

@@ -141,13 +141,13 @@ CLAIMS = [
     Measured("ncu counted 1 when lanes n and n ^ 1 share, a broadcast included, and 2 when lanes 16 apart share", WIDE,
              lambda r: tuple(wide_counted(r, f"8 B {p}") for p in ("lanes n, n ^ 1 share", "broadcast", "lanes 16 apart share")),
              [(0.98, 1.02), (0.98, 1.02), (1.98, 2.02)]),
-    Measured("The naive kernel sends the L2 eight times the matrix in write sectors, one sector per request", LADDER,
+    Measured("The naive kernel sends the L2 eight times the matrix in write sectors, one sector per L2 request", LADDER,
              lambda r: (global_row(r, "naive (no shared memory)")["ncu L2 write MB (sectors × 32 B)"]
                         / global_row(r, "naive (no shared memory)")["matrix MB"],
                         global_row(r, "naive (no shared memory)")["ncu L2 write sectors/request"]),
              [(7.95, 8.05), (1, 1.01)]),
-    Measured("That keeps the L2 86–88% busy for the whole run, about as busy as the conflict-free tiles keep it in a "
-             "sixth of the time", LADDER,
+    Measured("That keeps the L2 about 87% busy for the whole run; the conflict-free tiles keep it about as busy, but "
+             "finish in about a sixth of the time", LADDER,
              lambda r: (global_row(r, "naive (no shared memory)")["ncu L2 busy %"],
                         min(global_row(r, n)["ncu L2 busy %"] for n in FOUR_ROWS + EIGHT_ROWS),
                         max(global_row(r, n)["ncu L2 busy %"] for n in FOUR_ROWS + EIGHT_ROWS),
