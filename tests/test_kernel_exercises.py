@@ -754,3 +754,22 @@ def test_hostile_sizes_are_in_every_exercise_that_takes_them():
     assert any(m % 64 == 0 and n % 64 == 0 for m, n, _ in cases.GEMM_SHAPES)
     for ex in catalog.EXERCISES.values():
         assert ex.sanitize_sizes == ex.sizes[:3] and len(ex.sizes) > 3
+
+
+def test_the_register_tile_wavefront_bar_passes_the_reference_and_rejects_a_column_read_of_b():
+    """Per step of k the reference issues two 16-byte broadcast reads of A and one 4-byte row read of B; the
+    transposed-B wrong file reads B down a column instead. The bank model (banks.wide_probe's rules) gives 5 and 12
+    wavefronts for those 3 loads: 1.67 and 4 a load, either side of the checker's bar of 2."""
+    from course_lib.exercises.kernel.checker import count_lines
+    from course_lib.models import memory
+
+    bank = next(c for c in catalog.TILE_GEMM.counts if isinstance(c, catalog.BankWavefronts))
+    a_read = memory.bank_conflicts(memory.shared_addresses("broadcast", 16), 16).wavefronts
+    b_row = memory.bank_conflicts(memory.shared_addresses("row", 4), 4).wavefronts
+    b_column = memory.bank_conflicts([4 * 8 * lane for lane in range(32)], 4).wavefronts   # b_tile[64][8], lanes 8 words apart
+    assert (a_read, b_row, b_column) == (2, 1, 8)
+    steps = 1_000_000   # warp-steps of k: the bar is on the ratio, so any count will do
+    for b_read, passes in ((b_row, True), (b_column, False)):
+        counted = {bank.metrics[0]: steps * (2 * a_read + b_read), bank.metrics[1]: steps * 3}
+        ok, lines = count_lines(bank, counted)
+        assert ok is passes, lines
