@@ -359,6 +359,8 @@ def test_the_bank_model_counts_what_ncu_counted_for_every_wide_probe_pattern():
     assert set(counted) == set(modelled)
     assert all(counted[p] == pytest.approx(modelled[p], rel=0.02) for p in modelled), (counted, modelled)
     assert modelled["8 B lanes n, n ^ 1 share"] == 1 and modelled["16 B lanes n, n ^ 1 share"] == 2
+    times = {r["pattern"]: r["time / 16 B row"] for r in lab_shared_memory.probe_rows(probe)}
+    assert times["16 B row"] == 1 and 0.45 < times["16 B broadcast"] < 0.6 and times["16 B stride 2"] > 1.8
 
 
 def test_the_wide_probe_patterns_fit_the_probe_array():

@@ -130,8 +130,11 @@ def transpose_global_rows(result) -> list[dict]:
 
 @beside_reference
 def probe_rows(result) -> list[dict]:
-    """Each probed pattern: the model's wavefronts, ncu's, and the time relative to a conflict-free 4-byte row."""
-    base = result.case("4 B row").median_s if any(c.name == "4 B row" for c in result.cases) else None
+    """Each probed pattern: the model's wavefronts, ncu's, and the time relative to a conflict-free row of the
+    probe's narrowest words (the 4-byte row, or the 16-byte row of ``banks.wide_probe``)."""
+    names = {c.name for c in result.cases}
+    base_name = next((n for n in ("4 B row", "16 B row") if n in names), None)
+    base = result.case(base_name).median_s if base_name else None
     rows = []
     for c in result.cases:
         m, ncu = c.extra["model"], c.extra.get("ncu")
@@ -140,7 +143,7 @@ def probe_rows(result) -> list[dict]:
                          ncu.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum") if ncu else None,
                          ncu.get("smsp__sass_inst_executed_op_shared_ld.sum") if ncu else None),
                      "model conflict degree": m["wavefronts_per_request"] / m["ideal_wavefronts"],
-                     "time / 4 B row": c.median_s / base if base else None})
+                     f"time / {base_name or 'row'}": c.median_s / base if base else None})
     return rows
 
 
