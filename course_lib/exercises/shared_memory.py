@@ -22,7 +22,7 @@ from course_lib.exercises.fix_checks import (
     run_fix,
 )
 from course_lib.exercises.kernel import cases
-from course_lib.launch.exercise_kernels import strip_comments
+from course_lib.launch.exercise_kernels import numeric_defines, strip_comments
 from course_lib.models import memory
 
 BANK_QUESTIONS = {
@@ -50,7 +50,6 @@ def check_wavefronts(answers) -> Verdict:
 
 # --------------------------------------------------------------------------- fix the transpose's tile
 
-_DEFINE = re.compile(r"^\s*#define\s+([A-Za-z_]\w*)\s+(-?\d+)\s*$", re.M)
 _TILE_AT = re.compile(r"^\s*#define\s+TILE_AT\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*(.+)$", re.M)
 _DECL_TILE = re.compile(r"__shared__\s+float\s+tile\s*((?:\[[^\]]+\]\s*)+);")
 
@@ -58,7 +57,7 @@ _DECL_TILE = re.compile(r"__shared__\s+float\s+tile\s*((?:\[[^\]]+\]\s*)+);")
 def _tile_layout(src: str):
     """(index(r, c) -> word, words in the tile) read from the exercise's TILE_AT macro and tile declaration."""
     text = strip_comments(src)
-    defines = {k: int(v) for k, v in _DEFINE.findall(text)}
+    defines = numeric_defines(text)
     m = _TILE_AT.search(text)
     if not m:
         raise Unreadable("keep the `#define TILE_AT(r, c) tile[...]` line: the check reads the tile layout from it")

@@ -15,10 +15,16 @@ CELL_NAME = "your cell"
 MYSTERY_THREADS = 256   # the row kernels' block size (capstone, row sums): ⌈rows / ROWS_PER_BLOCK⌉ blocks of 256
 
 _ROWS_PER_BLOCK = re.compile(r"#define\s+ROWS_PER_BLOCK\s+(\d+)")
+_NUMERIC_DEFINE = re.compile(r"^\s*#define\s+([A-Za-z_]\w*)\s+(-?\d+)\s*$", re.M)
 
 
 def strip_comments(source: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+
+
+def numeric_defines(source: str) -> dict[str, int]:
+    """Every ``#define NAME <integer>`` of ``source`` (comments stripped first), as NAME -> value."""
+    return {name: int(value) for name, value in _NUMERIC_DEFINE.findall(strip_comments(source))}
 
 
 def rows_per_block(source: str) -> int | None:

@@ -31,6 +31,7 @@ from course_lib.launch.exercise_kernels import (
     MYSTERY_THREADS,
     TRANSPOSE_TILE,
     ExerciseKernel,
+    numeric_defines,
     rows_per_block,
     strip_comments,
 )
@@ -428,7 +429,6 @@ MYSTERY_DEFECTS = ("too little parallelism", "uncoalesced loads", "local memory"
 _COMPARES_ROWS = re.compile(r"[<>]=?\s*rows\b|\brows\s*[<>]")
 _COLUMN_LOOP = re.compile(r"for\s*\(\s*(?:int\s+)?(\w+)\s*=[^;]*;\s*\1\s*<\s*cols\b")
 _FIXED_ARRAY = re.compile(r"(__shared__\s+)?\b(?:float|double|int|float4)\s+(\w+)\s*\[\s*(\w+)\s*\]\s*;")
-_DEFINE = re.compile(r"#define\s+(\w+)\s+(\d+)\b")
 
 
 def _target_sm_count() -> int:
@@ -468,7 +468,7 @@ def _row_buffer_finding(body: str, per_block: int) -> Finding:
     against the widest row the checker runs."""
 
     widest = max(c for _, c in MYSTERY_SHAPES)
-    defines = {name: int(value) for name, value in _DEFINE.findall(body)}
+    defines = numeric_defines(body)
     column_vars = set(_COLUMN_LOOP.findall(body))
     short = []
     for shared, name, size in _FIXED_ARRAY.findall(body):
