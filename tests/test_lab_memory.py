@@ -305,6 +305,13 @@ def test_bank_calculator_pairs_16_byte_loads():
     assert "course-calc-error" in calc.answer.value and "period 0" in calc.answer.value
 
 
+def test_bank_calculator_pairs_8_byte_loads_by_neighbours():
+    calc = widgets_shared_memory.BankCalculator(pattern="broadcast", access_bytes=8)
+    assert (shown(calc, "course-wavefronts"), shown(calc, "course-ideal")) == ("1", "1")
+    assert "lane n ^ 1" in calc.answer.value and "32 lanes at a time" in calc.answer.value
+    assert "32 lanes x 4 bytes" not in calc.answer.value
+
+
 @pytest.mark.parametrize("setup, message", [
     (lambda c: setattr(c.pitch, "value", 0), "at least 1 element"),
     (lambda c: (setattr(c.pattern, "value", "strided"), setattr(c.stride, "value", 0)), "stride 0"),

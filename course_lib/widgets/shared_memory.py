@@ -46,20 +46,19 @@ def render_banks(r: memory.BankCount) -> str:
                        f'font-size:8px;color:white;background:{_PHASE_COLOURS[ph % 4]};border:{border}">{label}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
     grid = f'<table style="border-collapse:collapse;margin:4px 0">{"".join(rows)}</table>'
-    if r.lanes_per_phase < memory.WARP_SIZE:
-        colours = ", ".join(f'<span style="color:{_PHASE_COLOURS[i % 4]}">lanes {i * r.lanes_per_phase}-'
-                            f'{(i + 1) * r.lanes_per_phase - 1}</span>'
-                            for i in range(memory.WARP_SIZE // r.lanes_per_phase))
-        if r.paired:
-            phases = (f"Every lane reads the same {r.access_bytes} bytes as lane n ^ "
-                      f"{memory.paired_lanes(r.addresses_bytes)}, so two lanes share one returned register and the "
-                      f"load is served {r.lanes_per_phase} lanes at a time ({colours}): at least "
-                      f"{r.ideal_wavefronts} wavefronts instead of {2 * r.ideal_wavefronts} (NVIDIA's rule for "
-                      "16-byte loads, measured for 8-byte ones by banks.wide_probe; stores do not pair).")
-        else:
-            phases = (f"{r.access_bytes}-byte accesses are served {r.lanes_per_phase} lanes at a time "
-                      f"({colours}): 128 bytes per wavefront, so at least {r.ideal_wavefronts} wavefronts even "
-                      "without a conflict.")
+    colours = ", ".join(f'<span style="color:{_PHASE_COLOURS[i % 4]}">lanes {i * r.lanes_per_phase}-'
+                        f'{(i + 1) * r.lanes_per_phase - 1}</span>'
+                        for i in range(memory.WARP_SIZE // r.lanes_per_phase))
+    if r.paired:   # a paired 8-byte load is served by the whole warp at once: this, not the 4-byte sentence
+        phases = (f"Every lane reads the same {r.access_bytes} bytes as lane n ^ "
+                  f"{memory.paired_lanes(r.addresses_bytes)}, so two lanes share one returned register and the "
+                  f"load is served {r.lanes_per_phase} lanes at a time ({colours}): at least "
+                  f"{r.ideal_wavefronts} wavefronts instead of {2 * r.ideal_wavefronts} (NVIDIA's rule for "
+                  "16-byte loads, measured for 8-byte ones by banks.wide_probe; stores do not pair).")
+    elif r.lanes_per_phase < memory.WARP_SIZE:
+        phases = (f"{r.access_bytes}-byte accesses are served {r.lanes_per_phase} lanes at a time "
+                  f"({colours}): 128 bytes per wavefront, so at least {r.ideal_wavefronts} wavefronts even "
+                  "without a conflict.")
     else:
         phases = "The whole warp is served in one phase (32 lanes x 4 bytes = 128 bytes)."
     return (f'<div class="course-calc-result">{grid}<small>Cell = one 4-byte word, labelled with the lane that '
@@ -72,7 +71,7 @@ def render_banks(r: memory.BankCount) -> str:
             "<small>analytic: the bank model (course_lib.models.memory.bank_conflicts): 32 banks of 4 bytes, one distinct "
             "word per bank per wavefront, same-word reads broadcast, accesses wider than 4 bytes split into "
             "128-byte phases as NVIDIA GPUs since Volta do, 16-byte loads whose lanes n and n ^ 1 (or n ^ 2) "
-            "share addresses per half-warp.</small></div>")
+            "share addresses per half-warp, 8-byte loads whose lanes n and n ^ 1 do per warp.</small></div>")
 
 
 class BankCalculator:
