@@ -321,8 +321,8 @@ def bank_conflicts(addresses_bytes: Addresses, access_bytes: int = 4, store: boo
     """Wavefronts of one warp's shared-memory access (4-byte banks, 128-byte phases).
 
     A 16-byte *load* whose lanes are paired (``paired_lanes``) is served per half-warp, so it takes
-    at least 2 wavefronts instead of 4, and an 8-byte load whose lanes pair by n ^ 1 in one phase,
-    at least 1 instead of 2; ``store=True`` turns that off."""
+    at least 2 wavefronts instead of 4, and an 8-byte load whose lanes pair by n ^ 1 is served in one
+    phase, at least 1 wavefront instead of 2; ``store=True`` turns that off."""
     b = _check_element_bytes(access_bytes, "access size")
     addrs = _check_addresses(addresses_bytes, b)
     per_phase = max(1, min(WARP_SIZE, PHASE_BYTES // b))
