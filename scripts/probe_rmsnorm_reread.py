@@ -1,7 +1,7 @@
 """The probes behind notebook 08's account of the re-read RMSNorm (rmsnorm_reread), kept so that the figures
 08 quotes as "a probe, not in the record" can be measured again. On a GPU:
 
-    python scripts/probe_rmsnorm_reread.py time
+    python scripts/probe_rmsnorm_reread.py time [N ...]
         Variants of the kernel (below: its plan, with its choices as macros) timed call by call in turn beside the
         copy kernel and a static-shape torch.compile, as % of the copy, over 2^26 floats: the 8k reduction,
         launch-bound and per-load-policy variants, and the 32k chunked and many-blocks variants.
@@ -17,7 +17,8 @@ smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct \
 Macros: VECS float4 a thread a chunk, CHUNKS chunks (a loop), T threads, BT/BM __launch_bounds__ (BM = 0: none),
 RED 0 every thread adds the 32 partials (block_all_reduce's way) or 1 warp 0 adds them (block_sum's), POL 1 an
 L2 policy created at each load, PERSIST 1 a resident grid walking the rows, PREF 1 (with it) the block's next row
-asked of the L2 (prefetch.global.L2::evict_last) once the current row's sum is known.
+asked of the L2 (prefetch.global.L2::evict_last) once the current row's sum is known; CARVE (not a macro) the
+kernel's preferred shared-memory carveout in percent, 0 leaving the most of the SM's on-chip memory to the L1.
 """
 import sys
 
@@ -148,7 +149,10 @@ TIMED = {
             dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1),
             dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, PREF=1),
             dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=1, RED=1), dict(VECS=4, CHUNKS=2, T=1024, BT=1024, BM=1, RED=1),
-            dict(VECS=1, CHUNKS=8, T=1024, BT=1024, BM=1, RED=1)],
+            dict(VECS=1, CHUNKS=8, T=1024, BT=1024, BM=1, RED=1),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, CARVE=0), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, CARVE=100),
+            dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1, CARVE=0),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, CARVE=0)],
 }
 
 
@@ -176,7 +180,11 @@ def operands(n: int):
 def variant_call(macros: dict, x, w, out):
     import cupy
 
+    macros = dict(macros)
+    carveout = macros.pop("CARVE", None)
     fn, threads = build(macros)
+    if carveout is not None:   # the share of the SM's L1/shared memory asked for as shared memory (0: most L1)
+        fn.preferred_shared_memory_carveout = carveout
     rows, n = x.shape
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     blocks = min(rows, sms * max(1, macros.get("BM", 1))) if macros.get("PERSIST") else rows   # every block resident
@@ -193,7 +201,7 @@ def inductor_call(x, w):
     return lambda: compiled(tx, tw)
 
 
-def time_variants() -> None:
+def time_variants(lengths: list[int]) -> None:
     import cupy
 
     from course_lib.core.timing import benchmark_interleaved
@@ -201,6 +209,8 @@ def time_variants() -> None:
 
     copy = cuda.kernel("elementwise", "copy_vec4")
     for n, variants in TIMED.items():
+        if lengths and n not in lengths:
+            continue
         x, w, out = operands(n)
         xd = x.astype(cupy.float64)
         want = xd / cupy.sqrt((xd ** 2).mean(1, keepdims=True) + 1e-6) * w
@@ -238,7 +248,7 @@ def launch_once(what: str, n: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["time"]:
-        time_variants()
+        time_variants([int(a) for a in sys.argv[2:]])
     elif sys.argv[1:2] == ["launch"] and len(sys.argv) == 4:
         launch_once(sys.argv[2], int(sys.argv[3]))
     else:

@@ -1019,10 +1019,14 @@ def hopper_epilogue_rows(result) -> list[dict]:
 
 @beside_reference
 def hopper_epilogue_profile_rows(result) -> list[dict]:
-    """ncu on rung 7 plain and with each fused epilogue at the first shape, each launched once."""
+    """ncu on rung 7 plain and with each fused epilogue at the first shape, each launched once. The tensor
+    pipe's busy time is its busy share of the SMs' active cycles times the kernel's time: what an epilogue
+    adds there is work the MMAs do; what it adds to the kernel's time beyond it, time the MMAs wait."""
     return _profile_rows(result, HOPPER_PLAIN, HOPPER_PROFILED, lambda nc: {
         "MUFU (XU) instructions (M)": nc["smsp__inst_executed_pipe_xu.sum"] / 1e6,
         "tensor pipe busy %": nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+        "tensor pipe busy µs": (nc["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] / 100
+                                * nc["gpu__time_duration.sum"] / 1e3),
         "issue slots busy %": nc["smsp__issue_active.avg.pct_of_peak_sustained_active"],
         "stalled on memory (long scoreboard) %": nc["smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct"],
         "DRAM read MB": nc["dram__bytes_read.sum"] / 1e6})
