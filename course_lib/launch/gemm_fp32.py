@@ -67,9 +67,9 @@ LADDER: tuple[Step, ...] = (
          "a 16x8 thread tile (256x128 block): 6 float4 shared loads per 128 FMAs", (128, 128, 8), 256, (8, 8), 2),
     Step(9, "16x8 thread tile", "sgemm_warptile_db_16x8",
          "128 outputs per thread, 256x128 per block, still double-buffered",
-         "one block (8 warps) per SM at about 220 registers per thread; the schedulers issue on most cycles "
-         "and the shared-memory pipe is far from full (the profile): a hypothesis, with cuBLAS not profiled, is "
-         "instruction issue, the non-FFMA instructions and the cycles with no warp ready",
+         "one block (8 warps) per SM at about 220 registers per thread; the cycles in which no warp issues: "
+         "cuBLAS, with the same occupancy and the same share of FFMAs, keeps the issue slots busier (its profile "
+         "below); instruction order is the remaining hypothesis",
          "for more, change the unit: tensor cores (the bf16 kernel below)", (256, 128, 8), 256, (16, 8), 2),
 )
 LADDER_KERNELS = [s.kernel for s in LADDER]
