@@ -14,7 +14,7 @@
 //   when it landed and when its math started and ended (clock64, calibrated by %globaltimer).
 //
 // Every mbarrier wait here gives up after PL_WAIT_NS nanoseconds with a trap: a wrong
-// parity or byte count ends the launch with an error ("an illegal instruction was encountered")
+// parity or byte count ends the launch with an error (on the H200, "unspecified launch failure")
 // instead of hanging the notebook. The wait is async_copy.cuh's mbar_wait_clock_every_1024, which
 // reads the clock on every 1024th try; the copies, barriers and fences are that header's too.
 
