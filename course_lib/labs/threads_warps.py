@@ -146,7 +146,7 @@ def block_order_summary(result, run: int = 0) -> dict:
         per_sm[s] = per_sm.get(s, 0) + 1
     others = [c.extra["runs"][i]["ticket"] for i in range(len(c.extra["runs"])) if i != run]
     differ = [sum(1 for a, b in zip(tickets, o) if a != b) for o in others]
-    return {"blocks": blocks, "started before a lower program id": out_of_order,
+    return {"blocks": blocks, "ticket below that of program id − 1": out_of_order,
             "ticket ≠ program id": displaced, "SMs used": len(per_sm),
             "blocks per SM (min–max)": f"{min(per_sm.values())}–{max(per_sm.values())}",
             "launch span µs": max(r["start_ns"]) / 1e3,
