@@ -1,5 +1,7 @@
 """Notebook 11 without a GPU: the capstone's checks, the quiz widget, and the record's analysis."""
 
+import html
+
 import pytest
 
 from course_lib.exercises import failure_lab as failure_checks
@@ -86,7 +88,10 @@ def test_the_quiz_widget_checks_the_chosen_letter_and_shows_the_evidence():
     wrong = next(x for x in LETTERS if x != right)
     quiz.answer.value = wrong
     quiz._check()
-    assert quiz.verdict.value.startswith("<p>✘")
+    assert quiz.verdict.value.startswith("<p>✘") and "misreading" in quiz.verdict.value
+    assert "Right" not in quiz.verdict.value
+    offered = quiz.options.value
+    assert all(html.escape(m) in offered for m in failures.failure(7).misreadings)
     quiz.answer.value = right
     quiz._check()
     assert "✔ Right" in quiz.verdict.value and "occupancy.register_spill" in quiz.verdict.value

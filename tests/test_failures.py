@@ -60,9 +60,10 @@ def test_no_text_mentions_source_documents():
     for f in FAILURES:
         for field in fields(f):
             value = getattr(f, field.name)
-            if isinstance(value, str):
-                assert "seed" not in value.lower(), (f.number, field.name)
-                assert "lesson" not in value.lower(), (f.number, field.name)
+            for text in (value,) if isinstance(value, str) else value if isinstance(value, tuple) else ():
+                assert "seed" not in text.lower(), (f.number, field.name)
+                assert "lesson" not in text.lower(), (f.number, field.name)
+                assert "review" not in text.lower(), (f.number, field.name)
 
 
 def test_every_notebook_and_section_exists():
@@ -119,7 +120,7 @@ def test_link_uses_jupyter_anchors():
         assert m.group(1) == f.notebook == m.group(3)
         assert m.group(2) == f.section
         assert m.group(4) == _anchor_rule(f.section)
-    assert failures.link(Failure(99, "resources", "m.", "e. e.", None, None, None, None, None)) is None
+    assert failures.link(Failure(99, "resources", "m.", "e. e.", None, None, None, None, None, ("a.", "b."))) is None
 
 
 def test_lookup_errors():
@@ -201,23 +202,59 @@ def test_evidence_reads_the_recorded_medians_and_compares_like_with_like():
     assert all(failure_records.evidence(f) for f in failures.demonstrated())
 
 
-def test_the_explanation_quiz_accepts_only_the_failures_own_explanation():
+def test_every_failure_has_two_misreadings_of_its_own_mistake():
+    explanations = {f.explanation for f in FAILURES}
+    every = [m for f in FAILURES for m in f.misreadings]
+    assert len(set(every)) == len(every) == 70                  # no misreading is shared or repeated
+    for f in FAILURES:
+        assert isinstance(f.misreadings, tuple) and len(f.misreadings) == 2, f.number
+        first, second = f.misreadings
+        assert first != second, f.number
+        for m in f.misreadings:
+            assert isinstance(m, str) and m.strip() == m and m.endswith("."), (f.number, m)
+            assert m not in explanations, (f.number, m)             # not the right answer, nor another's
+            assert 2 <= _sentences(m) <= 4, (f.number, m)
+            assert 0.4 <= len(m) / len(f.explanation) <= 2.5, (f.number, len(m), len(f.explanation))
+
+
+def test_length_does_not_give_the_right_explanation_away():
+    longest = [f.number for f in FAILURES if len(f.explanation) > max(map(len, f.misreadings))]
+    shortest = [f.number for f in FAILURES if len(f.explanation) < min(map(len, f.misreadings))]
+    assert len(longest) <= len(FAILURES) // 2, longest
+    assert len(shortest) <= len(FAILURES) // 2, shortest
+
+
+def test_choices_are_the_explanation_and_its_two_misreadings_in_a_fixed_order():
+    positions = set()
     for f in FAILURES:
         options = quiz.choices(f.number)
-        assert len(options) == 3 == len(set(options)) and f.explanation in options
+        assert sorted(options) == sorted([f.explanation, *f.misreadings]), f.number
+        assert options.count(f.explanation) == 1, f.number
         assert options == quiz.choices(f.number)          # the same order every time
-        family = {g.explanation for g in failures.by_family(f.family)}
-        assert set(options) <= family
+        positions.add(options.index(f.explanation))
+    assert positions == {0, 1, 2}                         # the right one is not always in the same place
+    with pytest.raises(ValueError):
+        quiz.choices(36)
+
+
+def test_check_choice_rejects_each_misreading_and_accepts_the_explanation():
+    for f in FAILURES:
         right = quiz.check_choice(f.number, f.explanation)
-        assert right.correct and f.explanation in right
+        assert right.correct and right.startswith(f"Right. {f.explanation}")
         if f.notebook:
             assert failures.link(f) in right
-        for wrong in (o for o in options if o != f.explanation):
+        for wrong in f.misreadings:
             v = quiz.check_choice(f.number, wrong)
-            assert not v.correct and f.explanation not in v
+            assert not v.correct, (f.number, wrong)
+            assert "misreading of this mistake" in v
+            assert "same family" not in v and "Right" not in v
+            assert f.explanation not in v and wrong not in v
+            assert all(m not in v for m in f.misreadings)
     assert not quiz.check_choice(5, None).correct
     assert "not one of the three" in quiz.check_choice(5, failures.failure(30).explanation)
+    assert "not one of the three" in quiz.check_choice(5, failures.failure(6).misreadings[0])
     assert "Measured: recorded on" in quiz.check_choice(25, failures.failure(25).explanation)
+    assert "(Not measured in this course.)" in quiz.check_choice(16, failures.failure(16).explanation)
 
 
 @pytest.mark.parametrize("number, says", [

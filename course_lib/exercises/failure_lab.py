@@ -6,7 +6,7 @@ from course_lib.exercises.base import Verdict, _close
 from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.exercises.kernel.checker import MODEL_NOTE
 from course_lib.labs.failure_lab import evidence
-from course_lib.models.failures import FAMILIES, FAMILY_LIST, by_family, failure, link
+from course_lib.models.failures import FAMILIES, FAMILY_LIST, failure, link
 
 # Suspects that sound plausible for this kernel and are not its problem, with the evidence that clears them.
 CLEARED = {
@@ -139,28 +139,29 @@ def check_answer(number: int, family_guess: str) -> Verdict:
 
 
 def choices(number: int) -> list[str]:
-    """Three explanations for failure ``number``'s mistake: its own and two of the same family's,
-    in an order fixed per failure, so a quiz can ask which one fits."""
+    """Three explanations of failure ``number``'s mistake: its own and its two misreadings (tempting
+    wrong explanations of the same mistake, in the same words), in an order fixed per failure, so a quiz
+    can ask which one is right and vocabulary alone does not tell."""
     import random
 
     f = failure(number)
-    others = [g.explanation for g in by_family(f.family) if g.number != f.number]
-    rng = random.Random(number)
-    options = [f.explanation, *rng.sample(others, 2)]
-    rng.shuffle(options)
+    options = [f.explanation, *f.misreadings]
+    random.Random(number).shuffle(options)
     return options
 
 
 def check_choice(number: int, chosen: str | None) -> Verdict:
-    """Quiz: which explanation fits failure ``number``'s mistake? ``chosen`` is one of ``choices(number)``."""
+    """Quiz: which explanation of failure ``number``'s mistake is right? ``chosen`` is one of
+    ``choices(number)``; a misreading is refused with a nudge that does not give the answer away."""
     f = failure(number)
     if chosen is None:
         return Verdict("Not answered yet: pick the explanation that fits the mistake.", False)
     if chosen not in choices(number):
         return Verdict("That is not one of the three explanations offered for this mistake; pick one of them.", False)
     if chosen != f.explanation:
-        return Verdict("Not that one: it explains a different mistake of the same family. Read the mistake again "
-                       "and ask what it would make you measure wrongly.", False)
+        return Verdict("Not that one: it is a misreading of this mistake, tempting but wrong. Test each of its "
+                       "claims against what the course measured or showed, and pick the explanation whose every "
+                       "claim holds.", False)
     shown, where = evidence(f), link(f)
     return Verdict(f"Right. {f.explanation}" + (f" Measured: {shown}" if shown else " (Not measured in this course.)")
                    + (f" See {where}." if where else ""), True)
