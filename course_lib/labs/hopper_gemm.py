@@ -287,12 +287,6 @@ ABLATIONS = {
 }
 
 
-def is_control(variant: str) -> bool:
-    """A variant that changes no design choice, only the launch (shared memory asked for and left unused,
-    so that fewer blocks fit on an SM): a control for a reading, not an option a kernel writer has."""
-    return ABLATIONS[variant][2] > 0
-
-
 def ablation_base(variant: str) -> str:
     """The variant an ablation is measured against: the one named, or its kernel as built."""
     kernel, _, _, base = ABLATIONS[variant]
