@@ -15,7 +15,7 @@ CLEARED = {
     "warp divergence": "every lane of a warp runs the same loop the same number of times (cols does not vary per lane)",
     "tail wave": "a tail is a short last wave after full ones, and this launch runs in a single wave",
     "launch overhead": "at hundreds of microseconds per call, the few microseconds of a launch are not what is slow",
-    "compute-bound": "three FLOPs per element against eight bytes: far left of the ridge, the FP32 units are idle",
+    "compute-bound": "four FLOPs per element (its square added to the sum, then two multiplies) against eight bytes: far left of the ridge, the FP32 units are idle",
 }
 SUSPECTS = tuple(sorted((*MYSTERY_DEFECTS, *CLEARED)))
 
