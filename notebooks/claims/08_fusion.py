@@ -214,48 +214,6 @@ def course_registers(r) -> tuple:
     return min(regs), max(regs), max(c.launch["spill_store_bytes"] for c in cs)
 
 
-# --------------------------------------------------------------------------- the epilogue on rung 7
-
-HEP = "fusion.hopper_epilogue"
-H_GELU, H_RES, H_THREAD = (lab.HOPPER_FUSED[name] for name in lab.hopper_gemm.FUSED_EPILOGUES)
-S8192 = [8192, 8192, 8192]
-
-
-def hopper_over(r, shape, plan) -> float:
-    """A fused variant's time over plain rung 7's at one shape, minus 1."""
-    return epi_us(r, shape, plan) / epi_us(r, shape, lab.HOPPER_PLAIN) - 1
-
-
-def hopper_over_large(r, plan) -> tuple:
-    """Lowest and highest cost over plain rung 7 at 4096³ and 8192³."""
-    v = [hopper_over(r, s, plan) for s in (S4096, S8192)]
-    return min(v), max(v)
-
-
-def hopper_over_compile(r) -> tuple:
-    """The TMA-residual variants' time over cuBLAS + torch.compile's epilogue, every shape: lowest, highest."""
-    v = [epi_us(r, s, p) / epi_us(r, s, lab.HOPPER_COMPILE) for s in r.params["shapes"] for p in (H_GELU, H_RES)]
-    return min(v), max(v)
-
-
-def hopper_profile(r) -> dict:
-    rows = need_ncu(lab.hopper_epilogue_profile_rows(r), "rung 7's epilogues")
-    return {row["plan"]: row for row in rows}
-
-
-def tensor_busy_us(r) -> tuple:
-    v = [row["tensor pipe busy µs"] for row in hopper_profile(r).values()]
-    return min(v), max(v)
-
-
-def hopper_added_us(r) -> tuple:
-    """What the fused variants add to plain rung 7's time under ncu, µs: least, most."""
-    p = hopper_profile(r)
-    plain = p[lab.HOPPER_PLAIN.label]["µs (ncu)"]
-    v = [p[x.label]["µs (ncu)"] - plain for x in (H_GELU, H_RES, H_THREAD)]
-    return min(v), max(v)
-
-
 # --------------------------------------------------------------------------- reductions
 
 ONE, TWO, SPLIT, PREFETCH, HALF, HALF_ONE, REREAD = (f"course {p.value}" for p in lab.RowPlan)
@@ -845,19 +803,6 @@ CLAIMS = [
     Measured("each instruction still pays the kernel's usual wait of about 3 cycles", EPI,
              lambda r: tuple(tanh_stall(r, plan, "wait") for plan in (lab.PLAIN_GEMM, lab.RESIDUAL_FUSED, lab.TANHF_FUSED)),
              [(2.8, 3.6)] * 3, unit=" cycles"),
-    Measured("Fused into this GEMM, bias + GELU costs 1–2% at 4096³ and 8192³", HEP,
-             lambda r: hopper_over_large(r, H_GELU), [(0.01, 0.02), (0.01, 0.02)], unit="%"),
-    Measured("the residual takes the cost to 4–6.5%", HEP, lambda r: hopper_over_large(r, H_RES),
-             [(0.035, 0.065), (0.035, 0.065)], unit="%"),
-    Measured("at K = 1024, where each tile's K loop is a quarter as long, they cost 13% and 35–36%", HEP,
-             lambda r: (hopper_over(r, S1024, H_GELU), hopper_over(r, S1024, H_RES)),
-             [(0.125, 0.14), (0.345, 0.365)], unit="%"),
-    Measured("at every shape, at 0.72–0.97 times its time", HEP, hopper_over_compile, [(0.72, 0.97), (0.72, 0.97)],
-             unit="x"),
-    Given("within 3% of the plain GEMM", "the target the course set for a fused epilogue on its fastest GEMM"),
-    Measured("busy for 165–171 µs", HEP, tensor_busy_us, [(164.5, 171.5), (164.5, 171.5)], unit="µs"),
-    Measured("the fused kernels take 7.5–42 µs longer than the plain one", HEP, hopper_added_us,
-             [(7.5, 8.5), (34.5, 42)], unit="µs"),
 ]
 
 
