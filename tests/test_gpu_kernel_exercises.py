@@ -80,6 +80,8 @@ CAUGHT_LIVE = [
     ("fused_epilogue", "tanh through exp (NaN for large inputs)", ("64×257 (values ×30): WRONG",)),
     ("mystery_rms_norm", "ε outside the square root", ("9×256 (values ×0.0001): WRONG",)),
     ("mystery_rms_norm", "the row in a fixed 8,192-float shared buffer", ("5×9001: WRONG", "launch failed")),
+    ("mystery_rms_norm", "float4 loads whenever cols is a multiple of 4, the bases never checked",
+     ("misaligned address",)),
     ("persistent_tiles", "a stride written for one grid", ("on a grid of 3 blocks: WRONG",)),
     ("register_tile_gemm", "A loaded down its columns (uncoalesced)", ("✘ Counted by Nsight Compute",)),
     ("register_tile_gemm", "B's tile stored transposed (8-way conflicts on every B read)", ("passes on average",)),

@@ -40,7 +40,7 @@ from course_lib.models import memory, occupancy, waves
 
 def _shape_cases(shapes: tuple[tuple[int, int], ...]) -> dict:
     """An exercise run at rows × cols shapes: the runner gets each shape's index, the learner reads the shape."""
-    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(f"{r}×{c}" for r, c, *_ in shapes)}
+    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(cases.shape_label(s) for s in shapes)}
 
 
 @dataclass(frozen=True)
@@ -467,7 +467,7 @@ def _row_buffer_finding(body: str, per_block: int) -> Finding:
     (its size times the threads of a row for a per-thread array, over the rows of a block for a shared one)
     against the widest row the checker runs."""
 
-    widest = max(c for _, c in MYSTERY_SHAPES)
+    widest = max(c for _, c, *_ in MYSTERY_SHAPES)
     defines = numeric_defines(body)
     column_vars = set(_COLUMN_LOOP.findall(body))
     short = []
@@ -542,6 +542,7 @@ MYSTERY = KernelExercise(
         "one thread per row, guarded": "wrong_one_thread_per_row_guarded",
         "ε outside the square root": "wrong_epsilon_outside_the_root",
         "the row in a fixed 8,192-float shared buffer": "wrong_row_in_a_fixed_shared_buffer",
+        "float4 loads whenever cols is a multiple of 4, the bases never checked": "wrong_float4_without_checking_the_base",
     },
     live=cases.rms_norm_cases,
     **_shape_cases(MYSTERY_SHAPES),
