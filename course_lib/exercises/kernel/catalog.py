@@ -542,7 +542,6 @@ MYSTERY = KernelExercise(
         "one thread per row, guarded": "wrong_one_thread_per_row_guarded",
         "ε outside the square root": "wrong_epsilon_outside_the_root",
         "the row in a fixed 8,192-float shared buffer": "wrong_row_in_a_fixed_shared_buffer",
-        "float4 loads whenever cols is a multiple of 4, the bases never checked": "wrong_float4_without_checking_the_base",
     },
     live=cases.rms_norm_cases,
     **_shape_cases(MYSTERY_SHAPES),
