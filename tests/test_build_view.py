@@ -46,7 +46,7 @@ def test_notebook_06_prints_its_own_build_of_the_bf16_kernel():
 
     text = gemm_ladder.step_source("bf16_gemm_mma")
     assert "mma_bf16" in text and "cp_async" in text              # the kernel 06 teaches
-    for other in ("stmatrix_x4", "slab blockIdx.y", "res2[j] = rrow", "#if TC_"):
+    for other in ("stmatrix_x4", "slab blockIdx.y", "res2[j] = rrow", "#if TC_", "bias", "residual", "epilogue"):
         assert other not in text, other                           # 07's and 08's paths
 
 
@@ -79,3 +79,27 @@ q();
     assert "p();" in out and "#if(M)" not in out                                # #if( without a space, decided
     assert "#if M & 2\nq();\n#endif" in out                                     # a bitwise &: C's precedence
     assert "r();" in out                                                        # (M && a) || b may be true
+
+
+def test_a_list_whose_tail_is_folded_away_closes_on_its_last_line():
+    src = """\
+void body(int a, int pid
+#if EPI
+          , const float* bias
+#endif
+          ) {
+    call(a, pid
+#if EPI
+         , bias
+#endif
+         );
+    other(a, // why
+#if EPI
+          bias
+#endif
+          );"""
+    plain = fold_build(src, {"EPI": 0})
+    assert "void body(int a, int pid) {" in plain and "call(a, pid);" in plain
+    assert "other(a, // why\n          );" in plain                     # never into a comment
+    fused = fold_build(src, {"EPI": 1})
+    assert ", const float* bias) {" in fused and ", bias);" in fused

@@ -8,6 +8,9 @@ kernel, 07's split-K and persistent grids, and 08's fused epilogue). ``fold_buil
 * C++ ``if (...) { ... }`` blocks and one-line ``if (...) statement;`` whose condition has a top-level
   ``&&`` term that the macros make false (``if (TC_SCHEDULED && gridDim.y > 1)`` with TC_SCHEDULED 0).
 
+A parameter or argument list whose last entries sat in a dropped ``#if`` keeps its closing ``)`` (or ``) {``,
+``);``) on a line of its own in the source; the view joins it to the line before.
+
 A condition with anything else in it (a variable, ``__CUDA_ARCH__``, ``defined(...)``) is kept as written,
 so what is shown is always a superset of what that build compiles.
 """
@@ -17,6 +20,7 @@ import re
 _KNOWN_EXPR = re.compile(r"^[\sA-Z0-9_()!=<>&|]*$")
 _IF = re.compile(r"#\s*if\b\s*(.*)$")          # #if, not #ifdef or #ifndef
 _OPENS = re.compile(r"#\s*if")                   # every directive that opens a block
+_CLOSER = re.compile(r"^\s*\)\s*(\{|;)?\s*$")      # a line that only closes a parameter or argument list
 
 
 def _known_value(expr: str, values: dict[str, int]):
@@ -68,6 +72,7 @@ def fold_build(source: str, values: dict[str, int]) -> str:
     lines = source.splitlines()
     with_elif = _chains_with_elif(lines)
     out, stack = [], []          # one (value, decided) per open #if: decided when the macros settle it
+    folded_since_kept = False    # a decided directive or a dropped line since the last line kept
     for i, line in enumerate(lines):
         s = line.strip()
         dropping = any(decided and not v for v, decided in stack)   # inside a branch this build leaves out
@@ -77,6 +82,7 @@ def fold_build(source: str, values: dict[str, int]) -> str:
             stack.append((v, v is not None))
             if v is None and not dropping:
                 out.append(line)
+            folded_since_kept |= v is not None
             continue
         if s.startswith(("#else", "#elif", "#endif")) and stack:
             v, decided = stack[-1]   # an undecided block adds nothing to `dropping`: it is the enclosing blocks'
@@ -86,10 +92,16 @@ def fold_build(source: str, values: dict[str, int]) -> str:
                 stack[-1] = (not v, True)
             if not decided and not dropping:
                 out.append(line)
+            folded_since_kept |= decided
             continue
         if dropping:
+            folded_since_kept = True
             continue
-        out.append(line)
+        if folded_since_kept and _CLOSER.match(line) and out and "//" not in out[-1]:   # a list's ")" after a folded tail
+            out[-1] += line.strip()
+        else:
+            out.append(line)
+        folded_since_kept = False
     return _drop_false_ifs(out, values)
 
 

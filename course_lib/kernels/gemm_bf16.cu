@@ -56,12 +56,17 @@
 #endif
 #ifndef TC_SCHEDULED
 #define TC_SCHEDULED 0   // 1: persistent grids and split-K (notebook 07); 0: one tile per block, as tuned
+// With TC_SCHEDULED 1, a grid (G, S) with G below the tile count is persistent (block b computes tiles
+// b, b + G, b + 2G, ...), and S > 1 splits K into S slices: C is then an fp32 workspace of S slabs of
+// M x N partial sums, which splitk_reduce adds up.
 #endif
 #ifndef TC_MINB
 #define TC_MINB 1
 #endif
 #ifndef TC_EPILOGUE
 #define TC_EPILOGUE 0    // 1: C = GELU(A·B + bias); 2: C = GELU(A·B + bias) + residual (notebook 08)
+// With TC_EPILOGUE 1 or 2 the kernel takes two more arguments, bias (N bf16) and residual (M x N bf16,
+// read by TC_EPILOGUE 2 only); not with split-K.
 #endif
 #ifndef TC_PROXY_FENCE
 #define TC_PROXY_FENCE 1 // 0: leave out the TMA path's proxy fence (notebook 09 shows what goes wrong)
@@ -71,6 +76,7 @@
 #endif
 #ifndef TC_STAGE_C
 #define TC_STAGE_C 0     // 1: interior tiles of C go out through shared memory in 16-byte stores (sm_90+, notebook 08)
+// (one tile per block; the tiles' dynamic shared memory already holds each warp's WM x WN bf16 tile, 32 KiB in all)
 #endif
 #ifndef TC_GELU_TANHF
 #define TC_GELU_TANHF 0  // 1: the epilogue's GELU calls tanhf rather than the hardware tanh
@@ -209,8 +215,11 @@ __device__ __forceinline__ void load_chunk(bf16_raw* dst, const bf16_raw* __rest
 template <bool ALIGNED, bool TMA>
 __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
                                           bf16_raw* __restrict__ C, int M, int N, int K,
-                                          const unsigned long long* __restrict__ tensor_maps, int pid,
-                                          const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual) {
+                                          const unsigned long long* __restrict__ tensor_maps, int pid
+#if TC_EPILOGUE
+                                          , const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual
+#endif
+                                          ) {
     constexpr int BM = TC_BM, BN = TC_BN, BK = TC_BK, WM = TC_WM, WN = TC_WN, S = TC_STAGES;
     constexpr int NT = TC_THREADS;
     constexpr int MT = WM / 16, NT8 = WN / 8;          // mma tiles per warp: MT x NT8 of 16x8
@@ -487,13 +496,13 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 
     // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
     const int g = lane / 4, q = lane % 4;
+#if TC_EPILOGUE
     // The fused epilogue's bias pairs at this thread's columns of an interior tile (the same for every row).
     auto load_bias_pairs = [&](float2 (&bias2)[NT8]) {
-        if (TC_EPILOGUE) {
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) bias2[j] = epilogue_bias_pair(*reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q));
-        }
+        for (int j = 0; j < NT8; ++j) bias2[j] = epilogue_bias_pair(*reinterpret_cast<const u32*>(bias + bn + wn0 + j * 8 + 2 * q));
     };
+#endif
     if (TC_SCHEDULED && gridDim.y > 1) {   // split-K: this slice's fp32 partial sums, into slab blockIdx.y of the workspace
         float* P = reinterpret_cast<float*>(C) + (size_t)blockIdx.y * M * N;
 #pragma unroll
@@ -520,8 +529,10 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
         // rounding, as the unfused plans have).
         static_assert(!TC_STAGE_C || WN == 64, "the staging swizzle takes eight 16-byte chunks a row");
         static_assert(!TC_STAGE_C || BM * BN <= S * (BM * BK + BK * BN), "the pipeline's slots must hold C");
+#if TC_EPILOGUE
         float2 bias2[NT8];
         load_bias_pairs(bias2);
+#endif
         __syncthreads();   // every warp has read the last tile: the slots may take C
         const u32 stage = s_base + warp * WM * WN * 2;
         auto staged_chunk = [&](int row, int chunk) { return stage + row * WN * 2 + ((chunk ^ (row % 8)) * 16); };
@@ -534,7 +545,9 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
                 for (int m = 0; m < 4; ++m) {
                     const int j = 2 * jj + m / 2, h = m % 2;
                     float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
-                    if (TC_EPILOGUE) bias_activation(x0, x1, bias2[j]);
+#if TC_EPILOGUE
+                    bias_activation(x0, x1, bias2[j]);
+#endif
                     v[m] = pack_bf16x2(x0, x1);
                 }
                 const int row = i * 16 + ((lane / 8) % 2) * 8 + lane % 8, chunk = 2 * jj + lane / 16;
@@ -548,7 +561,9 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             const int row = it * 4 + lane / 8;
             uint4 v = ld_shared_16(staged_chunk(row, chunk));
             const size_t at = first + (size_t)(it * 4) * N;
-            if (TC_EPILOGUE == 2) v = add_bf16x8(v, *reinterpret_cast<const uint4*>(residual + at));
+#if TC_EPILOGUE == 2
+            v = add_bf16x8(v, *reinterpret_cast<const uint4*>(residual + at));
+#endif
             *reinterpret_cast<uint4*>(C + at) = v;
         }
         return;
@@ -556,29 +571,33 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 #endif
     if (interior && (N & 1) == 0) {   // the whole tile inside C, rows 4-byte aligned: no checks
         bf16_raw* c0 = C + (size_t)(bm + wm0 + g) * N + bn + wn0 + 2 * q;
+#if TC_EPILOGUE
         // The fused epilogue's inputs are loaded a row of pairs at a time before any is used, so
         // their latencies overlap: the bias pairs once (the same for every row), the residual's per row.
         float2 bias2[NT8];
         u32 res2[NT8];
         load_bias_pairs(bias2);
+#endif
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 u32* row = reinterpret_cast<u32*>(c0 + (size_t)(i * 16 + h * 8) * N);
-                if (TC_EPILOGUE == 2) {
-                    const u32* rrow = reinterpret_cast<const u32*>(residual + (c0 - C) + (size_t)(i * 16 + h * 8) * N);
+#if TC_EPILOGUE == 2
+                const u32* rrow = reinterpret_cast<const u32*>(residual + (c0 - C) + (size_t)(i * 16 + h * 8) * N);
 #pragma unroll
-                    for (int j = 0; j < NT8; ++j) res2[j] = rrow[j * 4];
-                }
+                for (int j = 0; j < NT8; ++j) res2[j] = rrow[j * 4];
+#endif
 #pragma unroll
                 for (int j = 0; j < NT8; ++j) {
                     float x0 = acc[i][j][2 * h], x1 = acc[i][j][2 * h + 1];
-                    if (TC_EPILOGUE) bias_activation(x0, x1, bias2[j]);
-                    if (TC_EPILOGUE == 2) {
-                        x0 += __uint_as_float(res2[j] << 16);
-                        x1 += __uint_as_float(res2[j] & 0xffff0000u);
-                    }
+#if TC_EPILOGUE
+                    bias_activation(x0, x1, bias2[j]);
+#endif
+#if TC_EPILOGUE == 2
+                    x0 += __uint_as_float(res2[j] << 16);
+                    x1 += __uint_as_float(res2[j] & 0xffff0000u);
+#endif
                     row[j * 4] = pack_bf16x2(x0, x1);
                 }
             }
@@ -593,7 +612,9 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
             for (int h = 0; h < 2; ++h) {
                 int r = bm + wm0 + i * 16 + g + h * 8, c = bn + wn0 + j * 8 + 2 * q;
                 if (r >= M) continue;
+#if TC_EPILOGUE
                 epilogue_pair(acc[i][j][2 * h], acc[i][j][2 * h + 1], r, c, N, bias, residual);
+#endif
                 u32 v = pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 bf16_raw* dst = C + (size_t)r * N + c;
                 if (c + 1 < N && (N & 1) == 0) {
@@ -609,34 +630,44 @@ __device__ __forceinline__ void gemm_body(const bf16_raw* __restrict__ A, const 
 // are given), the element-wise one where they are not.
 __device__ __forceinline__ void bf16_gemm_tile(const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B,
                                                bf16_raw* __restrict__ C, int M, int N, int K,
-                                               const unsigned long long* __restrict__ tensor_maps, int pid,
-                                               const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual) {
+                                               const unsigned long long* __restrict__ tensor_maps, int pid
+#if TC_EPILOGUE
+                                               , const bf16_raw* __restrict__ bias, const bf16_raw* __restrict__ residual
+#endif
+                                               ) {
     if ((K & 7) == 0 && (N & 7) == 0) {
 #if __CUDA_ARCH__ >= 900 && TC_BK == 64
         if (tensor_maps) {
-            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
+            gemm_body<true, true>(A, B, C, M, N, K, tensor_maps, pid
+#if TC_EPILOGUE
+                                  , bias, residual
+#endif
+                                  );
             return;
         }
 #endif
-        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
+        gemm_body<true, false>(A, B, C, M, N, K, tensor_maps, pid
+#if TC_EPILOGUE
+                               , bias, residual
+#endif
+                               );
     } else {
-        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
+        gemm_body<false, false>(A, B, C, M, N, K, tensor_maps, pid
+#if TC_EPILOGUE
+                                , bias, residual
+#endif
+                                );
     }
 }
 #endif
 
 // Launch: block (TC_THREADS = 128), grid (G, S), dynamic shared memory TC_SMEM_BYTES = 99392
 // (opt in above 48 KiB). G = ceil(M / TC_BM) * ceil(N / TC_BN) gives one output tile per block,
-// and S = 1. Compiled with TC_SCHEDULED=1, a smaller G makes the grid persistent (block b computes
-// tiles b, b + G, b + 2G, ...), and S > 1 splits K into S slices and C is then an fp32 workspace of S slabs of M x N partial sums,
-// which splitk_reduce adds up. A, B, C: raw bf16 (uint16), row-major, 16-byte aligned.
-// tensor_maps: null for cp.async copies; or, on sm_90+ with K and N multiples of 8, two
-// CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM}; B: dims {N, K}, box {64, TC_BK};
-// bf16, 128-byte swizzle, zero fill) for TMA copies. Compiled with TC_EPILOGUE 1 or 2 it takes
-// two more arguments, bias (N bf16) and residual (M x N bf16, read by TC_EPILOGUE 2 only), and
-// writes GELU(A·B + bias) (+ residual) instead of A·B; not with split-K. Compute capability 8.0+.
-// TC_STAGE_C 1 (one tile per block, sm_90+) sends interior tiles out through shared memory, which the
-// tiles' dynamic shared memory already covers (each warp's WM x WN bf16 tile, 32 KiB in all).
+// and S = 1 (the switches at the top of the file say what other builds take). A, B, C: raw bf16
+// (uint16), row-major, 16-byte aligned. tensor_maps: null for cp.async copies; or, on sm_90+ with K
+// and N multiples of 8, two CUtensorMaps in global memory (A: dims {K, M}, box {64, TC_BM};
+// B: dims {N, K}, box {64, TC_BK}; bf16, 128-byte swizzle, zero fill) for TMA copies.
+// Compute capability 8.0+.
 extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
         const bf16_raw* __restrict__ A, const bf16_raw* __restrict__ B, bf16_raw* __restrict__ C,
         int M, int N, int K, const unsigned long long* __restrict__ tensor_maps
@@ -645,18 +676,22 @@ extern "C" __global__ __launch_bounds__(TC_THREADS, TC_MINB) void bf16_gemm_mma(
 #endif
         ) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#if !TC_EPILOGUE
-    const bf16_raw* bias = nullptr;
-    const bf16_raw* residual = nullptr;
-#endif
 #if TC_SCHEDULED
     const int tiles_mn = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
     for (int pid = blockIdx.x; pid < tiles_mn; pid += gridDim.x) {
         if (pid != (int)blockIdx.x) __syncthreads();   // the last tile's shared memory is free
-        bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, pid, bias, residual);
+        bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, pid
+#if TC_EPILOGUE
+                       , bias, residual
+#endif
+                       );
     }
 #else
-    bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, blockIdx.x, bias, residual);
+    bf16_gemm_tile(A, B, C, M, N, K, tensor_maps, blockIdx.x
+#if TC_EPILOGUE
+                   , bias, residual
+#endif
+                   );
 #endif
 #else
     __trap();   // bf16 mma.sync needs compute capability 8.0 or newer
