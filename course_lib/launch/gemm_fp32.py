@@ -51,8 +51,8 @@ LADDER: tuple[Step, ...] = (
     Step(5, "2-D register tiles", "sgemm_reg2d", "8x8 outputs per thread, 128x128 tile per block",
          "scalar global loads (8 per thread per stage), and bank conflicts in two places: the transposed store "
          "of A, and the B reads, where a thread's 8 values start 32 bytes after its neighbour's",
-         "move 16 bytes per instruction: float4 global loads, shared reads and stores", (128, 128, 8), 256, (8, 8)),
-    Step(6, "vectorised", "sgemm_vec4", "float4 global loads, shared reads and C stores",
+         "load 16 bytes per instruction (float4 global loads) and store A transposed into a padded tile", (128, 128, 8), 256, (8, 8)),
+    Step(6, "vectorised", "sgemm_vec4", "float4 global loads and C stores, A stored into a padded tile",
          "the thread layout still makes a warp's shared reads collide in banks, and every stage "
          "waits for its global loads",
          "arrange threads in warp tiles so each warp reads a few consecutive shared addresses", (128, 128, 8), 256, (8, 8)),
@@ -69,7 +69,7 @@ LADDER: tuple[Step, ...] = (
          "128 outputs per thread, 256x128 per block, still double-buffered",
          "one block (8 warps) per SM at about 220 registers per thread; the cycles in which no warp issues: "
          "cuBLAS, with the same occupancy and the same share of FFMAs, keeps the issue slots busier (its profile "
-         "below); instruction order is the remaining hypothesis",
+         "in this notebook); its instruction order and its three stages are the remaining hypotheses",
          "for more, change the unit: tensor cores (the bf16 kernel below)", (256, 128, 8), 256, (16, 8), 2),
 )
 LADDER_KERNELS = [s.kernel for s in LADDER]
