@@ -352,3 +352,17 @@ def test_the_gelu_reference_is_torchs_tanh_form():
     want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
     assert np.allclose(operands.gelu_tanh_reference(x), want, rtol=1e-12)
     assert operands.gelu_tanh_reference(np.array([-10.0]))[0] > -1e-12   # the tail goes to 0, not below
+
+
+def test_the_ladder_figure_shows_every_rung(recorded):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = lab_hopper.ladder_figure(recorded["ladder"], recorded["ceilings"])
+    ax = fig.axes[0]
+    low, high = ax.get_xlim()
+    rungs = [r.number for r in lab_hopper.RUNGS]
+    assert low < min(rungs) and high > max(rungs) == 7       # rung 7, the headline rung, is on the plot
+    assert all(low < line.get_xdata()[-1] < high for line in ax.get_lines() if len(line.get_xdata()) == len(rungs))
+    plt.close(fig)

@@ -670,10 +670,10 @@ def ladder_figure(ladder_result, ceilings_result):
         ax.axhline(_cublas(ladder_result, shape).flop_per_s / 1e12, color=colour, ls="--", lw=1, alpha=0.7)
     for value, label in ((wgmma_ceiling(ceilings_result), "wgmma alone"), (mma_sync_ceiling(ceilings_result), "mma.sync alone")):
         ax.axhline(value / 1e12, color="grey", ls=":", lw=1.5)
-        ax.text(5.45, value / 1e12, label, va="center", fontsize=8, color="grey")
+        ax.text(0.8, value / 1e12, label, va="bottom", fontsize=8, color="grey")
     ax.set_xticks([r.number for r in RUNGS])
     ax.set_xticklabels([f"{r.number}\n{r.label}" for r in RUNGS], fontsize=7)
-    ax.set_xlim(0.7, 6.3)
+    ax.set_xlim(0.7, len(RUNGS) + 0.3)
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"Hopper GEMM ladder (dashed: cuBLAS, same shape and run; hollow: power-limited): "
                  f"{ladder_result.provenance}", fontsize=9)
