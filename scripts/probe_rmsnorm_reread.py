@@ -17,8 +17,10 @@ smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct \
 Macros: VECS float4 a thread a chunk, CHUNKS chunks (a loop), T threads, BT/BM __launch_bounds__ (BM = 0: none),
 RED 0 every thread adds the 32 partials (block_all_reduce's way) or 1 warp 0 adds them (block_sum's), POL 1 an
 L2 policy created at each load, PERSIST 1 a resident grid walking the rows, PREF 1 (with it) the block's next row
-asked of the L2 (prefetch.global.L2::evict_last) once the current row's sum is known; CARVE (not a macro) the
-kernel's preferred shared-memory carveout in percent, 0 leaving the most of the SM's on-chip memory to the L1.
+asked of the L2 (prefetch.global.L2::evict_last) once the current row's sum is known; GRP (with POL 0) the
+second read in groups of GRP slots, all of a group's loads before its stores (without it each slot's store
+waits on that slot's loads before the next slot's loads issue: one round trip per slot); CARVE (not a macro)
+the kernel's preferred shared-memory carveout in percent, 0 leaving the most of the SM's on-chip memory to the L1.
 """
 import sys
 
@@ -50,6 +52,9 @@ SRC = r'''
 #endif
 #ifndef PREF
 #define PREF 0      // 1 (with PERSIST): after the reduction, ask the L2 for this block's next row
+#endif
+#ifndef GRP
+#define GRP 0       // > 0: the second read in groups of GRP slots, every load of a group before its stores
 #endif
 #if BM > 0
 #define BOUNDS __launch_bounds__(BT, BM)
@@ -120,6 +125,28 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
 #if POL == 0
   const unsigned long long d = l2_policy<false>();
 #endif
+#if GRP > 0
+  // Loads at a clamped address (always inside the row, so never guarded) and only the stores guarded: no
+  // branch splits a group, so its loads all issue before its first store waits on one of them.
+#pragma unroll 1
+  for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+  for (int j0 = 0; j0 < VECS; j0 += GRP) {
+    float4 v[GRP], g[GRP];
+#pragma unroll
+    for (int k = 0; k < GRP; ++k) {
+      const int e = min(4 * ((c * VECS + j0 + k) * (int)blockDim.x + (int)threadIdx.x), n - 4);
+      v[k] = load4_hinted<false>(x + e, d);
+      g[k] = *reinterpret_cast<const float4*>(w + e);
+    }
+#pragma unroll
+    for (int k = 0; k < GRP; ++k) {
+      const int e = 4 * ((c * VECS + j0 + k) * blockDim.x + threadIdx.x);
+      if (e < n) *reinterpret_cast<float4*>(y + e) = make_float4(v[k].x * r * g[k].x, v[k].y * r * g[k].y,
+                                                                 v[k].z * r * g[k].z, v[k].w * r * g[k].w);
+    }
+  }
+#else
 #pragma unroll 1
   for (int c = 0; c < CHUNKS; ++c)
 #pragma unroll
@@ -133,6 +160,7 @@ extern "C" __global__ void BOUNDS probe(float* __restrict__ out, const float* __
       *reinterpret_cast<float4*>(y + e) = make_float4(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w);
     }
   }
+#endif
   }
 }
 '''
@@ -142,8 +170,9 @@ TIMED = {
            dict(VECS=2, T=1024, BM=0), dict(VECS=2, T=1024, BT=1024, BM=2, POL=1),
            dict(VECS=4, T=512, BT=512, BM=4, RED=1), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1),
            dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, PERSIST=1, PREF=1), dict(VECS=4, T=512, BT=512, BM=3, RED=1),
-           dict(VECS=2, CHUNKS=2, T=512, BT=512, BM=3, RED=1)],
-    16384: [dict(VECS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=2, CHUNKS=2, T=1024, BT=1024, BM=2, RED=1)],
+           dict(VECS=2, CHUNKS=2, T=512, BT=512, BM=3, RED=1), dict(VECS=2, T=1024, BT=1024, BM=2, RED=1, GRP=2)],
+    16384: [dict(VECS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=2, CHUNKS=2, T=1024, BT=1024, BM=2, RED=1),
+            dict(VECS=4, T=1024, BT=1024, BM=2, RED=1, GRP=2)],
     32768: [dict(VECS=8, T=1024, BT=1024, BM=1), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1),
             dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1), dict(VECS=4, CHUNKS=4, T=512, BT=512, BM=4, RED=1),
             dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1),
@@ -152,7 +181,9 @@ TIMED = {
             dict(VECS=1, CHUNKS=8, T=1024, BT=1024, BM=1, RED=1),
             dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, CARVE=0), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, CARVE=100),
             dict(VECS=2, CHUNKS=4, T=1024, BT=1024, BM=2, RED=1, CARVE=0),
-            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, CARVE=0)],
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, PERSIST=1, CARVE=0),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, GRP=2), dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, GRP=4),
+            dict(VECS=8, T=1024, BT=1024, BM=1, RED=1, GRP=4, CARVE=0)],
 }
 
 
@@ -206,6 +237,7 @@ def time_variants(lengths: list[int]) -> None:
 
     from course_lib.core.timing import benchmark_interleaved
     from course_lib.launch.elementwise import geometry
+    from course_lib.launch.fusion import RowPlan, run_rmsnorm
 
     copy = cuda.kernel("elementwise", "copy_vec4")
     for n, variants in TIMED.items():
@@ -215,15 +247,17 @@ def time_variants(lengths: list[int]) -> None:
         xd = x.astype(cupy.float64)
         want = xd / cupy.sqrt((xd ** 2).mean(1, keepdims=True) + 1e-6) * w
         grid, block = geometry("copy_vec4", x.size)
-        calls = {"copy": lambda: copy(grid, block, (out, x, np.int64(x.size))), "torch.compile": inductor_call(x, w)}
-        for v in variants:
-            call = variant_call(v, x, w, out)
+        calls = {"copy": lambda: copy(grid, block, (out, x, np.int64(x.size))), "torch.compile": inductor_call(x, w),
+                 "course rmsnorm_reread": lambda: run_rmsnorm(out, x, w, RowPlan.REREAD)}
+        for v in [None, *variants]:   # None: the course kernel
+            call = calls["course rmsnorm_reread"] if v is None else variant_call(v, x, w, out)
             out.fill(np.nan)
             call()
             err = float(cupy.abs(out - want).max())
             if not err < 1e-4:
-                raise AssertionError(f"variant {v} at n = {n} is wrong by {err:.3g}")
-            calls[str(v)] = call
+                raise AssertionError(f"{v or 'the course kernel'} at n = {n} is wrong by {err:.3g}")
+            if v is not None:
+                calls[str(v)] = call
         times = benchmark_interleaved(list(calls.values()), 20)
         for label, t in zip(calls, times):
             share = 100 * times[0].median_s / t.median_s
