@@ -36,6 +36,12 @@ def both_protocols_rise(n_before: int, n_after: int):
     return lambda r: (rise(cublas_blocks_s, n_before, n_after)(r), rise(cublas_s, n_before, n_after)(r))
 
 
+def previous_n(r, n: int) -> int:
+    """The sweep's point before ``n``."""
+    xs = series(r)[0]["x"]
+    return xs[xs.index(n) - 1]
+
+
 def rise(time_s, n_before: int, n_after: int):
     """How much longer a kernel takes at ``n_after`` than at the sweep's previous point, as a fraction."""
     return lambda r: time_s(r, n_after) / time_s(r, n_before) - 1
@@ -242,9 +248,24 @@ CLAIMS = [
     Measured("at N = 2624 by 16–18%, more than our kernel's 13–14% there", N_SWEEP,
              lambda r: (rise(cublas_blocks_s, 2560, 2624)(r), *rises_at_2624(r)),
              [(0.155, 0.175), (0.17, 0.19), (0.125, 0.145)], unit="%"),
-    Measured("its curve still steps, at other N than ours and not by less (at N = 1600 and 2624 by more)", N_SWEEP,
+    Measured("its curve still steps, at nearly every N where ours does and at some where ours does not, by less or by "
+             "more relative to its time (by more at N = 1600 and 2624)", N_SWEEP,
              lambda r: (cublas_and_course_rise_at_1600(r)[1], rises_at_2624(r)[0] - rises_at_2624(r)[1]),
              [(0.0, 1.0), (0.0, 1.0)], unit="%"),
+    Measured("cuBLAS steps at nearly every N where ours does: by 10–15% at N = 1088, 2112, 3136 and 4288 under either "
+             "protocol, and not at all at 3648 (under 1%)", N_SWEEP,
+             lambda r: tuple(v for n in (1088, 2112, 3136, 4288) for v in both_protocols_rise(previous_n(r, n), n)(r))
+             + tuple(abs(v) for v in both_protocols_rise(previous_n(r, 3648), 3648)(r)),
+             [(0.095, 0.155)] * 8 + [(0, 0.01)] * 2, unit="%"),
+    Measured("With its own steps at 1216 and 1344", N_SWEEP,
+             lambda r: tuple(v for n in (1216, 1344) for v in both_protocols_rise(previous_n(r, n), n)(r))
+             + tuple(rise(course_s, previous_n(r, n), n)(r) for n in (1216, 1344)),
+             [(0.075, 0.25)] * 4 + [(-0.03, 0.03)] * 2, unit="%"),
+    Measured("relative to its time they are smaller than ours at 1088 and 2112 and larger at 1600 and 2624", N_SWEEP,
+             lambda r: tuple(rise(course_s, previous_n(r, n), n)(r) - max(both_protocols_rise(previous_n(r, n), n)(r))
+                             for n in (1088, 2112))
+             + tuple(min(both_protocols_rise(previous_n(r, n), n)(r)) - rise(course_s, previous_n(r, n), n)(r)
+                     for n in (1600, 2624)), [(0.0, 1.0)] * 4, unit="%"),
     Measured("launched before the GEMM from N = 2624 on", N_SWEEP, first_memset_n,
              (2624, 2624)),
 
@@ -260,6 +281,9 @@ CLAIMS = [
     Measured("cuBLAS takes 11–12 µs", M_SWEEP, lambda r: m_cublas(r, 16).median_s * 1e6, (10.8, 12.4), unit=" µs"),
     Measured("about 3 TB/s", M_SWEEP, lambda r: m_cublas(r, 16).bandwidth_bytes_per_s / 1e12, (2.7, 3.3),
              unit=" TB/s"),
+    Measured("up to M = 512, where 128 blocks occupy 128 SMs, it stays at 50–53 µs", M_SWEEP,
+             lambda r: tuple(m_course_us(r, m) for m in (16, 32, 64, 128, 192, 256, 384, 512)),
+             [(49.5, 53.5)] * 8, unit=" µs"),
     Measured("takes about four and a half times as long as cuBLAS", M_SWEEP,
              lambda r: m_course_us(r, 16) / (m_cublas(r, 16).median_s * 1e6), (4.2, 4.8), unit="×"),
     Measured("cuBLAS switches to 64×16 and 64×32 tiles there, and at M = 16 and 32 to split-K", M_SWEEP,
