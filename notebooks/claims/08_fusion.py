@@ -423,33 +423,33 @@ CLAIMS = [
     Measured("By k = 32 the chain is clearly compute-bound, at about 88% of the fp32 peak, as is Inductor's kernel", CHAINS,
              lambda r: (fp32_share_at_32(r), compile_case(r, 32).flop_per_s / gpu_spec(r.gpu).peak("fp32")),
              [(0.875, 0.895), (0.875, 0.895)], unit="%"),
-    Measured("Inductor's kernel, in its one shape, takes 1.32–1.33 times the copy at k = 16", CHAINS,
+    Measured("which at k = 16 takes 1.32–1.33 times the copy in its one shape", CHAINS,
              lambda r: compile_us(r, 16) / chain_us(r, 16, lab.COPY.label), (1.315, 1.335), unit="×"),
     Measured("For the course's chain the turn is at 16–24 ops of 8 FLOPs, i.e. 128–192 FLOPs", CHAINS,
              lambda r: (lab.compute_bound_k(r)["measured k"], 8 * lab.compute_bound_k(r)["measured k"]),
              [(16, 24), (128, 192)]),
     # the shapes of the fused kernel (shape_rows, shape_profile_rows)
-    Measured("2–5% behind the best shape up to k = 2, 6–9% at k = 4 and 8, and 17–38% past k = 8", CHAINS,
+    Measured("2–5% behind the best up to k = 2, 6–9% at k = 4 and 8, and 17–38% past k = 8", CHAINS,
              lambda r: loop_behind(r, (1, 2)) + loop_behind(r, (4, 8)) + loop_behind(r, (12, 16, 24, 32)),
              [(0.02, 0.05), (0.02, 0.05), (0.055, 0.09), (0.055, 0.09), (0.165, 0.38), (0.165, 0.38)], unit="%"),
-    Measured("The loop issues about 170 M warp instructions where the same one-float4 shape without the loop issues "
-             "about 160 M", CHAINS, lambda r: (shape_ncu(r, SHAPE_LOOP, "inst"), shape_ncu(r, SHAPE_ONE, "inst")),
+    Measured("makes about 170 M warp instructions against about 160 M without the loop", CHAINS,
+             lambda r: (shape_ncu(r, SHAPE_LOOP, "inst"), shape_ncu(r, SHAPE_ONE, "inst")),
              [(169, 171), (159, 161)]),
-    Measured("Its 40 registers also cap the warps an SM can hold: 65–67% of them are resident on average (ncu), "
+    Measured("its 40 registers leave 65–67% of an SM's warps resident on average, "
              "against 92–94% for the 32-register shape without the loop", CHAINS,
              lambda r: (shape_ncu(r, SHAPE_LOOP, "registers"), shape_ncu(r, SHAPE_LOOP, "warps"), shape_ncu(r, SHAPE_ONE, "warps"),
                         shape_ncu(r, SHAPE_ONE, "registers")),
              [(40, 40), (64.5, 67), (91.5, 94), (32, 32)], unit="%"),
-    Measured("Eight a thread cut the instructions to about 139 M and put 128 bytes of loads in flight", CHAINS,
+    Measured("eight cut the instructions to about 139 M, put 128 bytes of loads in flight", CHAINS,
              lambda r: (shape_ncu(r, SHAPE_EIGHT, "inst"), 8 * 16), [(138, 140), (128, 128)]),
-    Measured("The FMA pipe is then busy about 91% of the time, against about 64% for the loop, although only 47–48% of "
+    Measured("keep the FMA pipe busy about 91% of the time, against about 64% for the loop, although only 47–48% of "
              "the warps fit (56 registers)", CHAINS,
              lambda r: (shape_ncu(r, SHAPE_EIGHT, "fma"), shape_ncu(r, SHAPE_LOOP, "fma"), shape_ncu(r, SHAPE_EIGHT, "warps"),
                         shape_ncu(r, SHAPE_EIGHT, "registers")),
              [(89.5, 91.5), (63, 65), (46.5, 48.5), (56, 56)], unit="%"),
-    Measured("Far past the ridge (k = 24 and 32) four a thread win", CHAINS,
+    Measured("Far past it (k = 24 and 32) four a thread win", CHAINS,
              lambda r: tuple(float(picked(r, k) == SHAPE_FOUR) for k in (24, 32)), [(1, 1), (1, 1)]),
-    Given("its kernel for this chain was a program of 1,024 elements on 4 warps",
+    Given("1,024 elements on 4 warps for this chain, in a diagnostic run",
           "Inductor's generated code for the chain at k = 2 to 32 (torch._inductor.utils.run_and_get_code) in a "
           "diagnostic run on the H200, 2026-12-02: XBLOCK = 1024 (autotuned, autotune_pointwise), 4 warps"),
     Measured("to within about 5% (the writes counted come in 9–10% low; the reads match to the megabyte)", CHAINS,
@@ -469,7 +469,7 @@ CLAIMS = [
     Analytic("32 to a warp instruction: 0.52 M", lambda: TENSOR_4096 / WARP / 1e6, (0.515, 0.525)),
     Measured("plus its loads and bf16 unpacking: 0.64 M measured", EPI, lambda r: more_inst(r, lab.BIAS_ONLY),
              (0.635, 0.645)),
-    Analytic("GELU adds five more per output (four fp32 and the tanh), 2.62 M", lambda: 5 * TENSOR_4096 / WARP / 1e6,
+    Analytic("GELU: five more per output (four fp32 and the tanh), 2.62 M", lambda: 5 * TENSOR_4096 / WARP / 1e6,
              (2.615, 2.625)),
     Measured("against 2.69 M measured between the two rows (3.33 − 0.64)", EPI,
              lambda r: (more_inst(r, lab.GELU_FUSED, lab.BIAS_ONLY), more_inst(r, lab.GELU_FUSED)),
@@ -641,12 +641,12 @@ CLAIMS = [
                         points(r, "rmsnorm", 32768, COMPILE, best_course(r, "rmsnorm", 32768)),
                         float(best_course(r, "rmsnorm", 32768) == REREAD)),
              [(0.0, 1.0), (1.5, 2.0), (6.4, 8.0), (1.0, 1.0)]),
-    Measured("the course's re-read kernel matches it from 1k to 4k and at 16k, and is 1.5–2 points behind at 8k and "
-             "6.5–8 at 32k", RED,
+    Measured("the course's re-read RMSNorm matches torch.compile's from 1k to 4k and at 16k, and is 1.5–2 points "
+             "behind at 8k and 6.5–8 at 32k", RED,
              lambda r: (max(abs(points(r, "rmsnorm", n, COMPILE, REREAD)) for n in (1024, 2048, 4096, 16384)),
                         points(r, "rmsnorm", 8192, COMPILE, REREAD), points(r, "rmsnorm", 32768, COMPILE, REREAD)),
              [(0.0, 1.0), (1.5, 2.0), (6.4, 8.0)], unit=" points"),
-    Measured("Across the three recorded runs and the live run shown, no figure moved by more than about 5 points of the "
+    Measured("across the three recorded runs and the live run shown, no figure moved by more than about 5 points of the "
              "copy, and most by under one", RED, lambda r: most_moving(r)[:2], [(0, 5.2), (0.5, 1.0)]),
     Measured("At 32k the one-pass kernels drop to 83.5–84.1% (softmax) and 83–84% (RMSNorm) of the copy", RED,
              lambda r: (of_copy(r, "softmax", 32768, ONE), of_copy(r, "rmsnorm", 32768, ONE)),
@@ -743,7 +743,7 @@ CLAIMS = [
                         sdpa_case(r, 8192).flop / sdpa_case(r, 8192).bytes
                         / (gpu_spec(r.gpu).peak("bf16") / gpu_spec(r.gpu).hbm_bandwidth_bytes_per_s)),
              [(4095, 4097), (19, 21)], unit="×"),
-    Measured("at the fused kernel's rate they would take about a tenth of the naive plan's time at N = 8192", ATT,
+    Measured("would take about a tenth of the naive plan's time at N = 8192", ATT,
              lambda r: att(r, 8192)["SDPA µs"] / att(r, 8192)["naive µs"], (0.08, 0.12)),
     Measured("it grew by about a third from N = 2048 to 4096, and by about a tenth from 4096 to 8192", ATT,
              lambda r: (att(r, 4096)["speedup"] / att(r, 2048)["speedup"], att(r, 8192)["speedup"] / att(r, 4096)["speedup"]),
@@ -766,12 +766,12 @@ CLAIMS = [
     Measured("a software tanh made it slower than a separate pass at every K", EPI,
              tanhf_over_pass,
              (1.0, 2.0), unit="×"),
-    Measured("won back 73–82% of what softmax lost at 32k and 46–56.5% of what RMSNorm lost; held to one block per SM, the same kernel kept little of that gain or none", RED,
+    Measured("winning back 73–82% of what softmax lost at 32k and 46–56.5% of what RMSNorm lost (held to one block per SM, little or none)", RED,
              lambda r: (recovered(r, "softmax"), recovered(r, "rmsnorm"),
                         control_recovered(r, "softmax"), control_recovered(r, "rmsnorm")),
              [(0.7295, 0.8195), (0.455, 0.5645), (0.0, 0.25), (-1.0, 0.0)]),
-    Measured("Timed properly, Inductor's kernel and the course's fused one, in the shape its generator picks, are within "
-             "2% of each other at every chain length measured but k = 16, where Inductor's kernel takes 9–10% longer", CHAINS,
+    Measured("timed properly, it is within 2% of the course's fused kernel at every chain length but k = 16 (9–10% longer)",
+             CHAINS,
              lambda r: (min(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k != 16),
                         max(compile_over_fused(r, k) for k in r.params["compiled_ks"] if k != 16),
                         compile_over_fused(r, 16) - 1),
