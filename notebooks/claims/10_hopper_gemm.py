@@ -425,7 +425,7 @@ CLAIMS = [
              "K-heavy shape", LADDER, rung7_shares, [(0.96, 0.985), (0.945, 0.985), (0.96, 1.005)], unit="%"),
     Measured("rung 5 stood at 89–90% at 4096³ in every run, a rate about 10% below cuBLAS's", LADDER,
              lambda r: (share(S4)(r), 1 - share(S4)(r)), [(0.885, 0.905), (0.095, 0.115)], unit="%"),
-    Measured("At 2048³, where cuBLAS's two protocols disagree (below), rung 5 stands at 77–84%, and rung 2 at 80–87%, "
+    Measured("At 2048³, where cuBLAS's two protocols disagree, rung 5 stands at 77–84%, and rung 2 at 80–87%, "
              "above rungs 3–6", LADDER,
              lambda r: (1 - protocols_agree(S2)(r),) + at_2048(r), [(1, 1), (0.765, 0.845), (0.80, 0.875), (1, 1)], unit="%"),
     Measured("At the K-heavy shape rung 5 stands at 95–98%, but there most cases ran power-limited",
