@@ -158,6 +158,9 @@ CLAIMS = [
     # the L2 fetch granularity (coalescing.l2_fetch)
     Measured("DRAM reads what the sector count says at every wide stride: 0.5 of the 64-byte model", L2_FETCH,
              lambda r: tuple(fetch_row(r, s, 32)["ncu / 64-B model"] for s in (16, 33, 1025)), [(0.49, 0.51)] * 3),
+    Measured("at either setting its DRAM reads stream at 3.4–4.1 TB/s", L2_FETCH,
+             lambda r: tuple(fetch_row(r, 16, g)["ncu DRAM read MB"] / fetch_row(r, 16, g)["median µs"] for g in (32, 64)),
+             [(3.35, 4.15)] * 2, unit=" TB/s"),
     Measured("The stride-16 copy then runs about 1.65 times as fast as at 64 B", L2_FETCH,
              lambda r: fetch_row(r, 16, 64)["median µs"] / fetch_row(r, 16, 32)["median µs"], (1.6, 1.7), unit="×"),
     Measured("DRAM reads the 64-byte model, as in the table above. The runtime reported 64 B before the experiment "
