@@ -6,7 +6,9 @@ extern "C" __global__ void rms_norm(float* out, const float* in, const float* we
     if (row >= rows) return;                         // a whole warp leaves together
     const float* x = in + (long long)row * cols;
     float* y = out + (long long)row * cols;
-    const int quads = cols % 4 == 0 ? cols / 4 : 0;  // 16-byte loads need 16-byte aligned rows
+    // 16-byte loads need 16-byte aligned rows: cols a multiple of 4, and the arrays' bases aligned too
+    const bool aligned = ((unsigned long long)in | (unsigned long long)weight | (unsigned long long)out) % 16 == 0;
+    const int quads = aligned && cols % 4 == 0 ? cols / 4 : 0;
     float sum_sq = 0.0f;
     for (int i = lane; i < quads; i += 32) {         // lane i reads floats 4i..4i+3
         const float4 v = reinterpret_cast<const float4*>(x)[i];
