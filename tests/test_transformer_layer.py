@@ -71,7 +71,8 @@ def test_attention_floor_exercise_accepts_the_floor_and_rejects_the_replicated_o
 def test_compute_bound_batch_exercise():
     want = ex.compute_bound_batch("Llama 3 8B", "gate and up projections", 4096)
     assert 150 < want < 300          # about the H200's bf16 ridge in FLOP per byte
-    assert ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, want).correct
+    verdict = ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, want)
+    assert verdict.correct and "206.4 FLOP per byte, just past the H200's bf16 ridge of 206.1" in verdict
     for wrong in (want - 1, want + 1, 1, float(want), None, True):
         assert not ex.check_compute_bound_batch("Llama 3 8B", "gate and up projections", 4096, wrong).correct
     with pytest.raises(ValueError, match="not a GEMM"):

@@ -52,10 +52,15 @@ def check_compute_bound_batch(model: str, op_name: str, context: int, answer) ->
     if not isinstance(answer, int) or isinstance(answer, bool):
         return Verdict(f"Give a whole number of sequences, got {answer!r}.", False)
     if answer == want:
-        return Verdict(f"Correct: batch {want}. Its M = {want} rows make the weight's bytes worth about "
-                       f"{want} FLOPs each (2·M·N·K over 2·N·K bytes), which first passes the H200's bf16 ridge "
-                       "there. Below it, a decode step's projections wait on the weights, whatever the tensor "
-                       "cores could do.", True)
+        op = next(o for o in transformer.layer_ops(MODELS[model], transformer.decode(want, context)) if o.name == op_name)
+        gpu = spec("h200")
+        ridge = gpu.peak("bf16") / gpu.hbm_bandwidth_bytes_per_s
+        return Verdict(f"Correct: batch {want}. With the activations' bytes counted beside the weight's "
+                       f"(2·(M·K + K·N + M·N)), its intensity there is {op.intensity:.1f} FLOP per byte, just past "
+                       f"the H200's bf16 ridge of {ridge:.1f}; by the weight's bytes alone (M FLOPs a byte) it would "
+                       "pass a few sequences earlier. Below it, a decode step's projections wait on the weights, "
+                       "whatever the tensor cores could do.", True)
     direction = "smaller" if answer > want else "larger"
-    return Verdict(f"Not quite: {answer}. The answer is {direction}. The GEMM's intensity is about M FLOPs per byte "
-                   "while the weights dominate its bytes; find where it crosses the ridge (peak ÷ bandwidth).", False)
+    return Verdict(f"Not quite: {answer}. The answer is {direction}. The GEMM's intensity is 2·M·N·K FLOPs over "
+                   "2·(M·K + K·N + M·N) bytes, about M while the weight dominates them; find where it crosses the "
+                   "ridge (peak ÷ bandwidth).", False)
