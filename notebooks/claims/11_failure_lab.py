@@ -244,7 +244,7 @@ CLAIMS = [
     Measured("16-byte loads keep that and move 512 bytes per instruction (16 sectors)", MYSTERY,
              sectors_per_request(FIX), (15.9, 16.1)),
     Measured("ncu counts millions of local sectors", MYSTERY, local_sectors(lab_failures.AS_GIVEN), (1e6, 1e7)),
-    Measured("still pays for them in time and in DRAM bytes", MYSTERY, local_row_costs, [(1.1, 2), (1.1, 2)],
+    Measured("still lives in local memory pays for them in time and in DRAM bytes", MYSTERY, local_row_costs, [(1.1, 2), (1.1, 2)],
              unit="×"),
     Measured("at 4,097 rows (a multiple plus one) it writes past the end of the output", MYSTERY,
              lambda r: (overrun(r, "rows a multiple of the block")["written_past_the_end"],
