@@ -50,6 +50,24 @@ def most_started_within(result, window_ns: float) -> int:
     return best
 
 
+def first_band(result):
+    """Over the launches: the fewest and most blocks an SM started in the first band, how many SMs started one,
+    the latest start of the first band and the earliest of the second (µs after the launch's first start)."""
+    fewest, most, sms, last, next_ = 10 ** 9, 0, 10 ** 9, 0.0, 10 ** 9
+    for run, launch in enumerate(result.cases[0].extra["runs"]):
+        start, smid = launch["start_ns"], launch["smid"]
+        order = sorted(range(len(start)), key=start.__getitem__)
+        first = order[:bands(result, run)[0]]
+        per_sm: dict = {}
+        for i in first:
+            per_sm[smid[i]] = per_sm.get(smid[i], 0) + 1
+        t0 = start[order[0]]
+        fewest, most, sms = min(fewest, min(per_sm.values())), max(most, max(per_sm.values())), min(sms, len(per_sm))
+        last = max(last, (start[first[-1]] - t0) / 1e3)
+        next_ = min(next_, (start[order[len(first)]] - t0) / 1e3)
+    return fewest, most, sms, last, next_
+
+
 def max_blocks_per_sm(result, run: int = 0) -> int:
     smid = result.cases[0].extra["runs"][run]["smid"]
     return max(smid.count(s) for s in set(smid))
@@ -102,6 +120,8 @@ CLAIMS = [
              [(1.0, 2.0), (0.0, 0.75)], unit="×"),
     Measured("the busiest SMs ran more than 32 blocks", ORDER, max_blocks_per_sm, (33, 64)),
     # a block started at t is resident until t + spin_ns at least (its thread 0 spins that long after stamping t)
+    Measured("in the first band every SM starts exactly 8, and no block starts between about 0.9 and 5.8 µs", ORDER,
+             first_band, [(8, 8), (8, 8), (132, 132), (0.7, 0.95), (5.7, 5.95)], unit=" µs"),
     Measured("On the busiest SMs as many as a dozen blocks started within 2 µs of one another, while the thread 0 "
              "of each spins for 5 µs after its start", ORDER,
              lambda r: (most_started_within(r, 2000), r.cases[0].extra["spin_ns"] / 1e3), [(10, 13), (5, 5)],
