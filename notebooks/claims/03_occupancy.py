@@ -31,6 +31,17 @@ def in_flight_bytes(sweep, latency) -> float:
     return read_tb_per_s(sweep) * 1e12 * hbm_latency_ns(latency) * 1e-9
 
 
+def loaded_latency(ilp, latency):
+    """Little's law inverted for the one-load copy at full residency: (its share of warp slots occupied, the MB in
+    flight at 8 KiB a SM times that share, its read TB/s, the latency that implies in ns, that over the idle chase)."""
+    c = ilp_case(ilp, 1, 8)
+    share = ncu(c, ACHIEVED) / ncu(c, THEORETICAL)
+    in_flight = c.extra["bytes_in_flight_per_sm"] * sms(ilp) * share
+    reads = c.bandwidth_bytes_per_s / 2
+    ns = in_flight / reads * 1e9
+    return share, in_flight / 1e6, reads / 1e12, ns, ns / hbm_latency_ns(latency)
+
+
 def sms(result) -> int:
     return hardware.spec(result.gpu).sm_count
 
@@ -143,6 +154,9 @@ CLAIMS = [
     Measured("only from about 32 KiB per SM do all the points reach 90% of the copy", ILP, knee,
              [(0.9, 1.05), (0.0, 0.9)], unit="%"),
     # 32 KiB against this run's B · L per SM (the sweep's copy and the chase)
+    Measured("times the 72% of warp slots occupied, is about 0.77 MB in flight, and over its 1.3 TB/s of reads that is "
+             "580–600 ns, some 1.7 times the idle chase", (ILP, LATENCY), loaded_latency,
+             [(0.70, 0.74), (0.74, 0.80), (1.28, 1.34), (578, 605), (1.65, 1.75)]),
     Measured("about six times the idle prediction", (ILP, *LITTLE),
              lambda ilp, sweep, lat: 32 * KIB / (in_flight_bytes(sweep, lat) / sms(ilp)), (5, 7), unit="×"),
     Measured("the one-load copy at full residency keeps only about 70% of the SM's warp slots occupied on average, "
