@@ -210,7 +210,7 @@ def publish_gate(verdict, result) -> list[dict]:
     ``kernel_exercises.check("mystery_rms_norm", source, sanitize=True)`` returned (the verdict's text); ``result`` is
     ``failures.mystery`` (its copy kernel gives the bandwidth for the bound)."""
     from course_lib.core import runtime
-    from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE, shape_label
+    from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE
 
     text = str(verdict)
     lines = text.splitlines()
@@ -230,7 +230,7 @@ def publish_gate(verdict, result) -> list[dict]:
         return {"gate": gate, "status": status, "evidence": evidence}
 
     out = [row(GATES[0], True, f"RMSNorm over rows, fp32 in and out, timed at {rows:,} × {cols:,}, checked at "
-                               + ", ".join(shape_label(s) for s in MYSTERY_SHAPES)),
+                               + ", ".join(f"{r}×{c}" for r, c in MYSTERY_SHAPES)),
            row(GATES[1], compiled is not None, compiled or "no compile report in the verdict"),
            row(GATES[2], not crosses if compiled else False,
                "every static check passes" if compiled and not crosses else "; ".join(crosses) or "not checked"),

@@ -40,7 +40,7 @@ from course_lib.models import memory, occupancy, waves
 
 def _shape_cases(shapes: tuple[tuple[int, int], ...]) -> dict:
     """An exercise run at rows × cols shapes: the runner gets each shape's index, the learner reads the shape."""
-    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(cases.shape_label(s) for s in shapes)}
+    return {"sizes": tuple(range(len(shapes))), "size_labels": tuple(f"{r}×{c}" for r, c, *_ in shapes)}
 
 
 @dataclass(frozen=True)
@@ -467,7 +467,7 @@ def _row_buffer_finding(body: str, per_block: int) -> Finding:
     (its size times the threads of a row for a per-thread array, over the rows of a block for a shared one)
     against the widest row the checker runs."""
 
-    widest = max(c for _, c, *_ in MYSTERY_SHAPES)
+    widest = max(c for _, c in MYSTERY_SHAPES)
     defines = numeric_defines(body)
     column_vars = set(_COLUMN_LOOP.findall(body))
     short = []
