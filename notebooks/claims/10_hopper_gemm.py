@@ -13,6 +13,7 @@ from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import hopper
 
 CEILINGS, LADDER, ABLATIONS, PROFILE = "hopper.ceilings", "hopper.ladder", "hopper.ablations", "hopper.profile"
+L2_CEILING = "layer.memory_ceilings"          # notebook 12's, cited by 10
 S2, S4, S8, SK = "2048×2048×2048", "4096×4096×4096", "8192×8192×8192", "2048×2048×16384"
 SHAPES = (S2, S4, S8, SK)
 TIED_SHAPES = ("2304×2304×2304", "512×4096×4096")   # where rungs 2 and 3 are one plan to the model
@@ -45,6 +46,12 @@ def wgmma_per_clock_at_max(r) -> float:
 
 def mma_sync_tflops(r) -> float:
     return lab.mma_sync_ceiling(r) / 1e12
+
+
+def l2_read_tbps(r) -> float:
+    """Notebook 12's L2 ceiling (``layer.memory_ceilings``), TB/s."""
+    from course_lib.labs import transformer_layer
+    return transformer_layer.ceilings(r)["L2"] / 1e12
 
 
 # --------------------------------------------------------------------------- the ladder
@@ -371,6 +378,15 @@ CLAIMS = [
              lambda: (intensity(128, 128), PEAK / intensity(128, 128) / 1e12, intensity(128, 256),
                       PEAK / intensity(128, 256) / 1e12), [(64, 64), (15.4, 15.6), (85, 86), (11.55, 11.65)],
              unit=" TB/s"),
+
+    Recorded("Notebook 12 measures the H200's L2 at 23–25 TB/s for reads of a set it holds, so rung 3's tile needs "
+             "about two thirds of that, rung 4's about half", L2_CEILING,
+             lambda r: (l2_read_tbps(r), PEAK / intensity(128, 128) / 1e12 / l2_read_tbps(r),
+                        PEAK / intensity(128, 256) / 1e12 / l2_read_tbps(r)),
+             [(23.0, 24.7), (0.6, 0.7), (0.45, 0.52)], unit=""),
+    Recorded("Notebook 12 measures the H200's L2 at 23–25 TB/s for reads, which puts that ratio near 40 FLOP per L2 "
+             "byte at the dense bf16 peak, below both tiles", L2_CEILING,
+             lambda r: (l2_read_tbps(r), PEAK / (l2_read_tbps(r) * 1e12)), [(23.0, 24.7), (38, 44)], unit=""),
 
     # the ceilings
     Measured("reaches 96–99% of the datasheet's 989 TFLOP/s at every N and from either operand source", CEILINGS,
