@@ -1,5 +1,7 @@
 """Claims of 02_threads_warps' prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+from collections import Counter
+
 from course_lib.core import cuda, hardware
 from course_lib.exercises.kernel import catalog
 from course_lib.measure.claims import Analytic, Measured
@@ -58,9 +60,7 @@ def first_band(result):
         start, smid = launch["start_ns"], launch["smid"]
         order = sorted(range(len(start)), key=start.__getitem__)
         first = order[:bands(result, run)[0]]
-        per_sm: dict = {}
-        for i in first:
-            per_sm[smid[i]] = per_sm.get(smid[i], 0) + 1
+        per_sm = Counter(smid[i] for i in first)
         t0 = start[order[0]]
         fewest, most, sms = min(fewest, min(per_sm.values())), max(most, max(per_sm.values())), min(sms, len(per_sm))
         last = max(last, (start[first[-1]] - t0) / 1e3)
