@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup lab reset test sync record gpu-test gpu-wheels sanitize clean
+.PHONY: setup lab reset test sync render record gpu-test gpu-wheels sanitize clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed (numpy 2.4 and torch 2.13 need it)"'
@@ -55,14 +55,21 @@ test: $(TEST_STAMP)
 	$(PY) -m pytest tests/ notebooks/ --nbval-lax -q
 
 # After editing a notebook's text source (notebooks/NN_name.md): update its .ipynb. Prose edits keep
-# the outputs; a changed code cell loses its outputs and must be run on a GPU (make gpu-test).
+# the outputs; a changed code cell loses its outputs until `make render` draws them again.
 sync: $(STAMP)
 	$(PY) scripts/sync_notebooks.py
+
+# No GPU: every notebook (or NOTEBOOKS=...) executed again against the GPU run stored in it, with today's
+# library, its outputs written back. A cell the stored run cannot answer (a changed kernel, an experiment or
+# parameter never measured) stops it with NotInStoredRun: that notebook needs a live run (make gpu-test).
+render: $(STAMP)
+	$(PY) -m course_lib.render $(NOTEBOOKS)
 
 record: $(STAMP)
 	$(PY) -m course_lib.record
 
-# On a CUDA machine: every notebook (or NOTEBOOKS=...) executed live, outputs written back, then nbval live.
+# On a CUDA machine: every notebook (or NOTEBOOKS=...) executed live, its run stored in it, then nbval live.
+# Then, where the course's pinned packages are installed, `make render` draws the committed outputs from it.
 gpu-test:
 	bash scripts/gpu_test.sh $(NOTEBOOKS)
 

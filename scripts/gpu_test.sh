@@ -28,20 +28,23 @@ import nbformat
 from nbclient import NotebookClient
 sys.path.insert(0, "scripts")
 from notebook_run import stamp_run
+from course_lib.core.session import now_utc
 
 paths = [Path(p) for p in sys.argv[1:]] or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
 for path in paths:
     nb = nbformat.read(path, as_version=4)
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), now_utc()
     log = Path(tempfile.mkdtemp()) / "results.jsonl"
     os.environ["COURSE_RUN_LOG"] = str(log)   # the kernel inherits it: its live results land there
     # store_widget_state: the calculators are drawn when the committed notebook is opened, before a run.
     NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
-    stamp_run(nb, log)
+    stamp_run(nb, log, started)
     nbformat.write(nb, path)
     print(f"executed {path} live in {time.perf_counter() - t0:.1f} s")
 PY
+# The committed outputs are the render of the stored run (course_lib.render, on any machine): render the
+# notebooks where the course's pinned packages are (make render NOTEBOOKS=...) before committing them.
 # The prose against the run just made: a figure that moved outside its claim fails, naming the sentence.
 if [ $# -gt 0 ]; then ran=("$@"); else ran=(notebooks/[0-9]*.ipynb); fi
 $PY -m course_lib.measure.claims --source notebook "${ran[@]}"

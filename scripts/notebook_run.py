@@ -1,13 +1,16 @@
-"""The stamp a live GPU run leaves in a notebook: which GPU, when, and the exact code that ran.
+"""The run a live GPU execution of a notebook stores in it: which GPU, when, the exact code that ran, and
+everything the GPU gave the page, so the page can be rendered again with no GPU (``course_lib.render``).
 
-``tests/test_notebook_sources.py`` compares each code cell with the stamp, so outputs can never
-sit under code that was edited after the run (the outputs would belong to other code). The live
-results of the run go with it, for ``course_lib.measure.claims`` to check the prose against."""
+``course_run`` holds: the GPU and when the run started and ended; the hash of every code cell it executed;
+the device's attributes and the software (what ``hardware.detect()`` and ``session.environment()`` return
+when the page is rendered); the experiments' live results (also what ``course_lib.measure.claims`` checks
+the prose against); and the other live-only values (``core.stored_run.capture``), each with the hashes of
+what produced it. ``format`` is ``stored_run.FORMAT``."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
-import json
 from pathlib import Path
 
 
@@ -15,15 +18,23 @@ def code_hashes(nb) -> list[str]:
     return [hashlib.sha256(c.source.encode()).hexdigest()[:16] for c in nb.cells if c.cell_type == "code"]
 
 
-def stamp_run(nb, run_log: Path | None = None) -> None:
-    """``run_log``: the file the kernel's live experiments appended their results to
-    (``$COURSE_RUN_LOG``); they are stored with the notebook, for its claims to be checked against."""
-    from course_lib.core.hardware import detect
+def stamp_run(nb, run_log: Path | None = None, started_at: str | None = None) -> None:
+    """``run_log``: the file the kernel's live experiments and captures appended to (``$COURSE_RUN_LOG``).
+    Called in the process that executed the notebook, on the same machine: the device and the software
+    are read here, as the notebook's kernel saw them."""
+    from course_lib.core import hardware, session, stored_run
 
-    results = [json.loads(line) for line in run_log.read_text().splitlines()] if run_log and run_log.exists() else []
+    lines = run_log.read_text().splitlines() if run_log and run_log.exists() else []
+    results, values = stored_run.split_log(lines)
+    device = hardware.detect()
     nb.metadata["course_run"] = {
-        "gpu": detect().name,
+        "format": stored_run.FORMAT,
+        "gpu": device.name,
+        "started_at": started_at or session.now_utc(),
         "executed_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "code_sha256_16": code_hashes(nb),
+        "device": dataclasses.asdict(device),
+        "environment": dataclasses.asdict(session.environment()),
         "results": results,
+        "values": values,
     }

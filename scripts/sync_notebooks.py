@@ -5,8 +5,9 @@
 
 jupytext's own ``--sync`` keeps a cell's outputs when its source changed and drops notebook
 metadata that is not in the text (the widget state, the record of the GPU run). The course's
-rule is stricter: committed outputs come from a live GPU run, so a code cell whose source
-changed loses its outputs here and must be run on a GPU again (``make gpu-test``).
+rule is stricter: committed outputs are the render of the stored GPU run, so a code cell whose
+source changed loses its outputs here until ``make render`` draws them again from that run (or,
+where the render says the run cannot answer the changed cell, a live run: ``make gpu-test``).
 Prose edits keep every output. A new ``NN_name.md`` gets its notebook, with no outputs yet.
 """
 from __future__ import annotations
@@ -93,19 +94,20 @@ def main(argv: list[str]) -> int:
             notebook_to_text(ipynb.with_suffix(".ipynb"))
             print("wrote", ipynb.with_suffix(".md"))
         return 0
-    needs_gpu = {}
+    needs_render = {}
     for md in paths or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.md")):
         md = md.with_suffix(".md")
         stale = text_to_notebook(md)
         print("synced", md.with_suffix(".ipynb"), f"({len(stale)} code cells without outputs)" if stale else "")
         if stale:
-            needs_gpu[md.with_suffix(".ipynb")] = stale
-    for ipynb, cells in needs_gpu.items():
-        print(f"\n{ipynb.name}: these code cells are new or changed, so their outputs were removed. "
-              f"Run the notebook live on a GPU before committing it (make gpu-test NOTEBOOKS={ipynb}):")
+            needs_render[md.with_suffix(".ipynb")] = stale
+    for ipynb, cells in needs_render.items():
+        print(f"\n{ipynb.name}: these code cells are new or changed, so their outputs were removed. Render the "
+              f"notebook from its stored GPU run before committing it (make render NOTEBOOKS={ipynb}); if the render "
+              "says a cell needs a GPU run, run it live (make gpu-test NOTEBOOKS=...) and render again:")
         for first_line in cells:
             print("   ", first_line)
-    return 1 if needs_gpu else 0
+    return 1 if needs_render else 0
 
 
 if __name__ == "__main__":

@@ -503,8 +503,10 @@ def test_the_checker_hands_the_child_the_reference_solution_and_its_own_launch(m
 
     seen = {}
 
-    def fake_child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None):
-        seen.update(kernel=kernel, reference=reference_cubin, reference_launch=reference_launch, time_it=time_it)
+    def fake_child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None,
+                   source="", reference_source=None):
+        seen.update(kernel=kernel, reference=reference_cubin, reference_launch=reference_launch, time_it=time_it,
+                    source=source, reference_source=reference_source)
         return {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes]}
 
     monkeypatch.setattr(checker, "run_child", fake_child)
@@ -512,6 +514,8 @@ def test_the_checker_hands_the_child_the_reference_solution_and_its_own_launch(m
     checker.check(ex.name, ex.solution, live=True, sanitize=False)
     assert seen["kernel"] == ex.kernel and isinstance(seen["reference"], bytes) and seen["reference"]
     assert seen["reference_launch"] == ex.launch(ex.solution)
+    # what the stored run records the answer was produced from (core.stored_run): both sources
+    assert seen["source"] == ex.solution and seen["reference_source"] == ex.solution
 
 
 def test_the_runner_times_the_reference_after_the_learner_and_survives_a_reference_that_fails(monkeypatch, tmp_path):
@@ -578,7 +582,8 @@ def test_every_reference_solutions_launch_parses(name):
 
 def _passing_child(calls):
     """A stand-in child process: every case right, a clean sanitizer; ``calls`` gets (tool, sizes)."""
-    def child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None):
+    def child(live, kernel, sizes, cubin, limit, tool, time_it, launch, reference_cubin=None, reference_launch=None,
+              **stored_as):
         calls.append((tool, tuple(sizes)))
         return {"cases": [{"size": s, "passed": True, "first_wrong": None} for s in sizes], "returncode": 0}
     return child

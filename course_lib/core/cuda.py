@@ -377,7 +377,7 @@ def to_json(r: KernelResources) -> str:
 def target_arch() -> str:
     """The architecture the notebooks compile for: this GPU's live, the recorded GPU's in replay."""
 
-    if runtime.mode() == "live":
+    if runtime.shows_gpu_run():
         return device_arch()
 
     return "sm_" + spec(runtime.replay_gpu()).compute_capability.replace(".", "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from course_lib.core import runtime
+from course_lib.core import runtime, stored_run
 
 TERA = 1e12
 KIB = 1024
@@ -198,8 +198,11 @@ class DeviceInfo:
 
 
 def detect() -> DeviceInfo | None:
-    """The current GPU's attributes, or ``None`` when no CUDA GPU is usable."""
+    """The current GPU's attributes, or ``None`` when no CUDA GPU is usable. Rendering a notebook from its
+    stored run, the attributes of the GPU that run was made on."""
 
+    if runtime.mode() == "render":
+        return DeviceInfo(**stored_run.stored()["device"])
     if not runtime.gpu_available():
         return None
     import cupy

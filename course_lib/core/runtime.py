@@ -2,7 +2,9 @@
 
 ``live``: a usable CUDA GPU; experiments measure on it. ``replay``: no GPU (or
 ``COURSE_MODE=replay``); experiments return the measurements recorded on
-``replay_gpu()`` (``COURSE_REPLAY_GPU``, default the H200).
+``replay_gpu()`` (``COURSE_REPLAY_GPU``, default the H200). ``render`` (``COURSE_MODE=render``, set by
+``make render`` and the test that re-renders every notebook): no GPU is touched; the page is drawn as
+its live run drew it, from the run stored with the notebook (``core.stored_run``).
 """
 from __future__ import annotations
 
@@ -37,17 +39,25 @@ def _probe_gpu() -> tuple[bool, str]:
 
 
 def gpu_available() -> bool:
-    return os.environ.get("COURSE_MODE", "").lower() != "replay" and _probe_gpu()[0]
+    return os.environ.get("COURSE_MODE", "").lower() not in ("replay", "render") and _probe_gpu()[0]
 
 
 def mode() -> str:
-    """``"live"`` or ``"replay"``. ``COURSE_MODE=replay`` forces replay on a GPU machine."""
+    """``"live"``, ``"replay"`` or ``"render"``. ``COURSE_MODE=replay`` forces replay on a GPU machine."""
     forced = os.environ.get("COURSE_MODE", "").lower()
-    if forced not in ("", "live", "replay"):
-        raise ValueError(f"COURSE_MODE={forced!r}: use 'live', 'replay' or leave it unset")
+    if forced not in ("", "live", "replay", "render"):
+        raise ValueError(f"COURSE_MODE={forced!r}: use 'live', 'replay', 'render' or leave it unset")
+    if forced == "render":
+        return "render"
     if forced == "live" and not _probe_gpu()[0]:
         raise RuntimeError(f"COURSE_MODE=live but no GPU can be used: {_probe_gpu()[1]}")
     return "live" if gpu_available() else "replay"
+
+
+def shows_gpu_run() -> bool:
+    """Whether the page shows a run on a GPU: measured now (live) or the notebook's stored live run
+    (render). Code that differs between a GPU's run and the recorded replay asks this, not ``mode()``."""
+    return mode() in ("live", "render")
 
 
 def replay_gpu() -> str:

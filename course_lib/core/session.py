@@ -11,7 +11,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from course_lib.core import cuda, hardware, runtime
+from course_lib.core import cuda, hardware, runtime, stored_run
 
 
 def _version(module: str, attr: str = "__version__") -> str | None:
@@ -87,7 +87,10 @@ class Environment:
 
 
 def environment() -> Environment:
-    """Everything the self-check cell and a record's machine manifest need."""
+    """Everything the self-check cell and a record's machine manifest need. Rendering a notebook from its
+    stored run: the environment that run had (``notebook_run.stamp_run`` stores it)."""
+    if runtime.mode() == "render":
+        return Environment(**stored_run.stored()["environment"])
     env = Environment(mode=runtime.mode(), gpu=None, compute_capability=None, driver=None,
                       cuda_runtime=None, nvrtc=nvrtc_version(), cupy=_version("cupy"),
                       torch=_version("torch"))
@@ -171,8 +174,10 @@ def banner() -> Environment:
         print("Colab: its custom widget manager is on, so the calculators can draw.")
     env = environment()
     if env.mode == "live":
+        # Rendered from the stored run, the banner is that run's: the time it printed, every output below from it.
+        started = stored_run.capture("banner time", now_utc)
         print(f"LIVE mode: measured on {env.gpu} (compute capability {env.compute_capability}), "
-              f"{utc_label(now_utc())}.\n  Every output below comes from that run. Running this notebook "
+              f"{utc_label(started)}.\n  Every output below comes from that run. Running this notebook "
               "measures again: on your GPU (live), or shows the recorded run (replay, no GPU).")
     else:
         why = " (COURSE_MODE=replay)" if os.environ.get("COURSE_MODE") else " (no usable GPU here)"

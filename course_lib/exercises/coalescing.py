@@ -168,4 +168,4 @@ def check_coalescing_fix(src: str, n: int = 4096) -> Verdict:
                     slow="Correct, but slow: {mine:.0f} µs ({gbps:,.0f} GB/s) against {course:.0f} µs for coalesced "
                          "indexing, measured now" + tail + ".",
                     fast="Correct and coalesced: {mine:.0f} µs ({gbps:,.0f} GB/s), the course's coalesced version "
-                         "{course:.0f} µs, measured now" + tail + ".")
+                         "{course:.0f} µs, measured now" + tail + ".", source=src)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from course_lib.core import cuda, runtime
+from course_lib.core import cuda, stored_run
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.checker import DEFAULT_TIME_LIMIT_S, run_child
 
@@ -103,18 +103,19 @@ def compile_fix(src: str, kernel: str):
 
 
 def live_mode() -> bool:
-    return runtime.mode() == "live"
+    """Whether the check runs the kernel: live, or rendered from a stored live run that holds its runs."""
+    return stored_run.runs_kernels()
 
 
 SPEED_MARGIN = 1.15   # within 15% of the course's own kernel counts as "as fast"
 
 
-def run_fix(live, kernel: str, cubin: bytes, n: int, slow: str, fast: str) -> Verdict:
+def run_fix(live, kernel: str, cubin: bytes, n: int, slow: str, fast: str, source: str = "") -> Verdict:
     """Run a fix-the-kernel check's live cases (n × n) in the kernel checker's child process and judge
     them: a hang, a failed launch or a wrong result is said so; a right one is "as fast" within
     SPEED_MARGIN of the course's kernel. ``slow`` and ``fast`` are the verdicts' texts, formatted with
     the medians ``mine`` and ``course`` (µs) and ``gbps`` (the learner's, 8 bytes per element)."""
-    run = run_child(live, kernel, (n,), cubin, DEFAULT_TIME_LIMIT_S, None, time_it=True, launch={})
+    run = run_child(live, kernel, (n,), cubin, DEFAULT_TIME_LIMIT_S, None, time_it=True, launch={}, source=source)
     if "hung" in run:
         return Verdict(f"Your kernel did not finish in {run['hung']:g} s, so the checker stopped it (it ran in a separate "
                        "process: this notebook's GPU state is untouched).", False)

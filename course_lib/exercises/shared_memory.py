@@ -124,4 +124,4 @@ def check_transpose_fix(src: str, n: int = 4096) -> Verdict:
                     slow="Correct, but slower than the padded tile: {mine:.0f} µs ({gbps:,.0f} GB/s) against "
                          "{course:.0f} µs, measured now.",
                     fast="Correct and conflict-free: {mine:.0f} µs ({gbps:,.0f} GB/s), the course's padded tile "
-                         "{course:.0f} µs, measured now.")
+                         "{course:.0f} µs, measured now.", source=src)

@@ -768,7 +768,7 @@ def measure(name: str, **params):
     """``experiments.run``, except that live on a GPU without wgmma (compute capability other than 9.0)
     the H200's record is replayed, and the notebook says so."""
 
-    if runtime.mode() == "live":
+    if runtime.shows_gpu_run():
         info = detect()
         if str(info.compute_capability) != HOPPER_CC:
             print(f"{info.name} (compute capability {info.compute_capability}) has no wgmma: showing the "

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from course_lib.core import cuda, progress, runtime, session
+from course_lib.core import cuda, progress, runtime, session, stored_run
 from course_lib.core.hardware import detect, slug
 from course_lib.measure import evidence
 from course_lib.measure.evidence import Case, Check, NotRecorded
@@ -141,6 +141,8 @@ def run(name: str, **params) -> Result:
     resolved = resolve_params(name, **params)
     if runtime.mode() == "live":
         return run_live(name, resolved)
+    if runtime.mode() == "render":
+        return render(name, resolved)
     return replay(name, resolved)
 
 
@@ -168,17 +170,19 @@ def run_live(name: str, resolved: dict) -> Result:
     return result
 
 
-RUN_LOG = "COURSE_RUN_LOG"
-
-
 def log_run(result: Result) -> None:
-    """Append the live result to the file named by ``$COURSE_RUN_LOG`` (one record per line), if set:
-    the GPU run of a notebook stores these with it, so its claims are checked against the very run
-    whose outputs it shows (``measure.claims``)."""
-    path = os.environ.get(RUN_LOG)
-    if path:
-        with open(path, "a") as log:
-            log.write(json.dumps(result.to_record(f"notebook run of {result.experiment}")) + "\n")
+    """Log the live result for the notebook's stored run (``core.stored_run``): its page is rendered from it
+    and its claims are checked against it (``measure.claims``)."""
+    stored_run.log(result.to_record(f"notebook run of {result.experiment}"))
+
+
+def render(name: str, resolved: dict) -> Result:
+    """The live result the notebook's stored run logged for this experiment and these parameters, as the
+    live run showed it (``measured on <GPU>, <time>``, and beside the reference GPU's record where it was
+    another GPU)."""
+    result = Result.from_record(stored_run.stored_result(name, resolved), "live")
+    result.reference = reference_for(name, resolved, result.machine.get("slug") or slug(result.gpu))
+    return result
 
 
 def reference_for(name: str, resolved: dict, live_slug: str) -> Result | None:

@@ -151,7 +151,7 @@ def residency_calculator(include_device: bool = True, **kw) -> ResidencyCalculat
     """The notebook-03 calculator: the worked example's SM, every spec-table GPU, and this GPU when live."""
     budgets = [occ.ILLUSTRATIVE_SM, *occ.spec_budgets()]
     if include_device:
-        if runtime.mode() == "live":
+        if runtime.shows_gpu_run():
             try:
                 budgets.insert(1, occ.budget_from_device(detect()))
             except ValueError:

@@ -434,7 +434,7 @@ _FIXED_ARRAY = re.compile(r"(__shared__\s+)?\b(?:float|double|int|float4)\s+(\w+
 def _target_sm_count() -> int:
     """This GPU's SMs live; the recorded GPU's in replay."""
 
-    info = hardware.detect() if runtime.mode() == "live" else None
+    info = hardware.detect() if runtime.shows_gpu_run() else None
     return info.sm_count if info else hardware.spec(runtime.replay_gpu()).sm_count
 
 
@@ -457,7 +457,7 @@ def _lanes_per_row_finding(per_block: int, cols: int) -> Finding:
 def _target_resident_blocks(threads: int, res: cuda.KernelResources) -> int:
     """Resident blocks per SM of a kernel on this GPU (the recorded GPU's in replay): the occupancy model."""
 
-    info = hardware.detect() if runtime.mode() == "live" else None
+    info = hardware.detect() if runtime.shows_gpu_run() else None
     budget = occupancy.budget_from_device(info) if info else occupancy.budget(runtime.replay_gpu())
     return occupancy.residency(budget, threads, res.registers, res.static_smem_bytes).resident_blocks
 
@@ -594,7 +594,7 @@ TILE_EDGE = 64
 
 
 def _target_threads_per_sm() -> int:
-    info = hardware.detect() if runtime.mode() == "live" else None
+    info = hardware.detect() if runtime.shows_gpu_run() else None
     return info.max_threads_per_sm if info else hardware.spec(runtime.replay_gpu()).max_threads_per_sm
 
 

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-from course_lib.core import cuda, runtime
+from course_lib.core import cuda, runtime, stored_run
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import BankWavefronts, Count, KernelExercise, SectorUse, Traffic, exercise, mnemonic
@@ -119,12 +119,33 @@ def _communicate(proc, limit_s: float) -> tuple[list[str], str | None]:
             ready, deadline = True, time.monotonic() + limit_s
 
 
+def measured_by(live, source: str, reference_source: str | None = None) -> dict[str, str]:
+    """What a child run's answer was produced from: the kernel's CUDA source (and the reference solution's,
+    where it was timed beside it), the cases function that built the inputs and judged the results, and the
+    child process's runner. A notebook rendered from its stored run refuses an answer whose inputs changed."""
+    from course_lib.exercises.kernel import runner
+
+    return {"kernel source": stored_run.sha16(source), "reference source": stored_run.sha16(reference_source or ""),
+            "cases function": stored_run.source_sha16(live), "runner": stored_run.source_sha16(runner)}
+
+
 def run_child(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
-              launch: dict, reference_cubin: bytes | None = None, reference_launch: dict | None = None) -> dict:
+              launch: dict, reference_cubin: bytes | None = None, reference_launch: dict | None = None,
+              source: str = "", reference_source: str | None = None) -> dict:
     """Run ``live`` (a cases function) on the cubin's ``kernel`` in a child process, so a hang or
     fault cannot take the notebook's GPU context; with ``reference_cubin``, a timed run also times
-    the reference solution (``runner``)."""
+    the reference solution (``runner``). ``source`` (and ``reference_source``): the CUDA the cubins were
+    compiled from. The answer is stored with the notebook's run, so its verdict can be rendered again
+    without a GPU (``core.stored_run``)."""
+    what = "under " + tool if tool else "timed" if time_it else "checked"
+    key = f"kernel run: {kernel} {what} at sizes {list(sizes)}"
+    inputs = measured_by(live, source, reference_source if reference_cubin is not None else None)
+    return stored_run.capture(key, lambda: _run_child_now(live, kernel, sizes, cubin, time_limit_s, tool, time_it, launch,
+                                                          reference_cubin, reference_launch), inputs)
 
+
+def _run_child_now(live, kernel: str, sizes, cubin: bytes, time_limit_s: float, tool: str | None, time_it: bool,
+                   launch: dict, reference_cubin: bytes | None, reference_launch: dict | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path, reference_path = os.path.join(tmp, "kernel.cubin"), os.path.join(tmp, "reference.cubin")
         with open(path, "wb") as f:
@@ -229,9 +250,15 @@ COUNTERS_CLOSED = ("the GPU's performance counters are closed to this user (ERR_
                    "as root or set the driver option NVreg_RestrictProfilingToAdminUsers=0)")
 
 
-def counted_values(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> dict[str, float]:
+def counted_values(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float, source: str = "") -> dict[str, float]:
     """Every counter the exercise's counts read, over one launch of the cubin's kernel at the timed size (one
-    ncu run). ``CountersUnavailable`` where this machine cannot count; ``ProfilerUnavailable`` where the count failed."""
+    ncu run). ``CountersUnavailable`` where this machine cannot count; ``ProfilerUnavailable`` where the count failed.
+    ``source``: the CUDA the cubin was compiled from; the counts are stored with the notebook's run."""
+    return stored_run.capture(f"kernel count: {ex.kernel}", lambda: _counted_values_now(ex, cubin, launch, time_limit_s),
+                              measured_by(ex.live, source), raises=(profiler.CountersUnavailable, profiler.ProfilerUnavailable))
+
+
+def _counted_values_now(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> dict[str, float]:
     metrics = list(dict.fromkeys(m for c in ex.counts for m in c.metrics))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
@@ -304,12 +331,13 @@ def count_lines(count: Count, values: dict[str, float]) -> tuple[bool, list[str]
     return sector_lines(count, *(values[m] for m in count.metrics))
 
 
-def _counts_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float) -> tuple[bool | None, list[str]]:
+def _counts_verdict(ex: KernelExercise, cubin: bytes, launch: dict, time_limit_s: float,
+                    source: str = "") -> tuple[bool | None, list[str]]:
     """(ok, lines): the exercise's counts of the learner's kernel. ok is None where this machine cannot count (the
     verdict then rests on the rest, the models included); a count that failed (ncu timed out, or the kernel
     failed under it) fails the check, saying why."""
     try:
-        values = counted_values(ex, cubin, launch, time_limit_s)
+        values = counted_values(ex, cubin, launch, time_limit_s, source)
     except profiler.CountersUnavailable as why:
         reason = COUNTERS_CLOSED if "ERR_NVGPUCTRPERM" in str(why) else str(why)
         return None, [f"(Not counted: {reason}. The results, the speed and the models above are all that judge it "
@@ -364,7 +392,7 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
     if not source.strip():
         return Verdict("The cell is empty: write the kernel (the starter code is printed by "
                        f"kernel_exercises.starter({name!r})).", False)
-    live = runtime.mode() == "live" if live is None else live
+    live = stored_run.runs_kernels() if live is None else live
     arch, too_old = exercise_arch(ex)
     live = live and too_old is None
     cubin, res, problems = compile_exercise(ex, source, arch)
@@ -386,7 +414,7 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
         lines.append(too_old)
         return Verdict("\n".join(lines), False)
     if not live:
-        lines.append(f"Not run: no GPU here (replay mode). Checked: it compiles and {'passes' if static_ok else 'fails'} "
+        lines.append(f"Not run: {stored_run.why_kernels_not_run()}. Checked: it compiles and {'passes' if static_ok else 'fails'} "
                      f"the static checks above. Not checked: its results at {ex.sizes_text()} "
                      "against the reference, its speed, its memory accesses under compute-sanitizer"
                      + (", and what Nsight Compute counts of it" if ex.counts else "") + ". "
@@ -405,19 +433,20 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
                          f"{reference_problems[0]})")
             reference_cubin = None
     run = run_child(ex.live, ex.kernel, ex.sizes, cubin, time_limit_s, None, time_it=judged_ok, launch=launch,
-                    reference_cubin=reference_cubin, reference_launch=ex.launch(ex.solution))
+                    reference_cubin=reference_cubin, reference_launch=ex.launch(ex.solution),
+                    source=source, reference_source=ex.solution)
     ok, more = _live_lines(ex, run, time_limit_s)
     lines += more
     correct = bool(run.get("cases")) and all(c["passed"] for c in run["cases"]) and not run.get("error")
     if correct and judged_ok and ex.counts:
-        counted_ok, more = _counts_verdict(ex, cubin, launch, time_limit_s)
+        counted_ok, more = _counts_verdict(ex, cubin, launch, time_limit_s, source)
         ok, lines = ok and (modelled_ok if counted_ok is None else counted_ok), lines + more
     verdict = judged_ok and ok
     if sanitize or (sanitize is None and verdict):
         sizes = ex.sizes if sanitize else ex.sanitize_sizes
         text = ex.sizes_text(sizes)
         for tool in sanitizer_tools(listing):
-            run = run_child(ex.live, ex.kernel, sizes, cubin, time_limit_s, tool, False, launch)
+            run = run_child(ex.live, ex.kernel, sizes, cubin, time_limit_s, tool, False, launch, source=source)
             clean, more = _sanitizer_lines(tool, run, time_limit_s, text, required=bool(sanitize))
             verdict, lines = verdict and clean, lines + more
             if "sanitizer" in run:   # not installed: one message is enough
