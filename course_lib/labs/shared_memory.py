@@ -21,6 +21,7 @@ from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import beside_reference, experiment
 from course_lib.measure.launches import attach_known_profiles, measure, megabytes, ratio
 from course_lib.measure.target import Target
+from course_lib.models import memory
 
 # The L2 side of the writes (requests and sectors the SMs send it, and how busy it is) tests what makes the
 # naive transpose slow when its DRAM bytes do not.
@@ -128,6 +129,14 @@ def transpose_global_rows(result) -> list[dict]:
     return rows
 
 
+def probe_model(case: Case) -> dict:
+    """The bank model's wavefronts for a probe case, computed now from the lane addresses the run stored: a
+    table drawn from a stored run shows today's model, never the one the run was measured beside."""
+    bank = memory.bank_conflicts(case.extra["addresses_bytes"], case.params["access_bytes"])
+    return {"wavefronts_per_request": bank.wavefronts, "ideal_wavefronts": bank.ideal_wavefronts,
+            "requests": case.extra["model"]["requests"]}   # requests: the launch's geometry, not a model
+
+
 @beside_reference
 def probe_rows(result) -> list[dict]:
     """Each probed pattern: the model's wavefronts, ncu's, and the time relative to a conflict-free row of the
@@ -137,7 +146,7 @@ def probe_rows(result) -> list[dict]:
     base = result.case(base_name).median_s if base_name else None
     rows = []
     for c in result.cases:
-        m, ncu = c.extra["model"], c.extra.get("ncu")
+        m, ncu = probe_model(c), c.extra.get("ncu")
         rows.append({"pattern": c.name, "model wavefronts/request": m["wavefronts_per_request"],
                      "ncu wavefronts/request": ratio(
                          ncu.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum") if ncu else None,
@@ -156,8 +165,8 @@ def probe_fit(result) -> dict:
     sms, clock_hz = m["sm_count"], 1e6 * (m.get("clocks_mhz") or {}).get("sm_now", 0)
     if not clock_hz:
         raise ValueError("the record has no SM clock, so the fit cannot be put in cycles")
-    xs = [c.extra["model"]["wavefronts_per_request"] * c.extra["model"]["requests"] / sms / clock_hz
-          for c in result.cases]
+    models = [probe_model(c) for c in result.cases]
+    xs = [m["wavefronts_per_request"] * m["requests"] / sms / clock_hz for m in models]
     ys = [c.median_s for c in result.cases]
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
