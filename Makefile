@@ -13,7 +13,8 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e .
+	@# The build backend's one notice about editable installs (not an error) would read as a failed install.
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -70,12 +71,15 @@ record: $(STAMP)
 
 # On a CUDA machine: every notebook (or NOTEBOOKS=...) executed live, its run stored in it, then nbval live.
 # Then, where the course's pinned packages are installed, `make render` draws the committed outputs from it.
+# Both use the course's .venv where it exists (a GPU host without one uses its own python3).
+HOST_PY = $(if $(wildcard $(PY)),$(abspath $(PY)),python3)
+
 gpu-test:
-	bash scripts/gpu_test.sh $(NOTEBOOKS)
+	PY=$(HOST_PY) bash scripts/gpu_test.sh $(NOTEBOOKS)
 
 # On a CUDA machine: every kernel once under compute-sanitizer (memcheck, racecheck, synccheck, initcheck).
 sanitize:
-	bash scripts/sanitize.sh
+	PY=$(HOST_PY) bash scripts/sanitize.sh
 
 # Download the notebook stack as wheels for a GPU host without internet (see README).
 gpu-wheels:

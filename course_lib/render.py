@@ -76,6 +76,16 @@ def number_widgets(nb) -> None:
     nb.update(renamed)
 
 
+def mark_saved_views(nb) -> None:
+    """Write the saved-view note into every calculator's note in the saved widget state: opened without a
+    kernel, a calculator says that it answers only once its cell has run (a kernel's copy stays empty)."""
+    from course_lib.widgets.base import SAVED_VIEW_CLASS, SAVED_VIEW_NOTE
+
+    for model in nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}).values():
+        if SAVED_VIEW_CLASS in model.get("state", {}).get("_dom_classes", ()):
+            model["state"]["value"] = SAVED_VIEW_NOTE
+
+
 def render(path: Path, timeout_s: int = TIMEOUT_S):
     """The notebook at ``path`` executed in render mode: a new notebook node, ``path`` untouched."""
     import nbformat
@@ -88,6 +98,7 @@ def render(path: Path, timeout_s: int = TIMEOUT_S):
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     nb.metadata["course_run"] = run   # the run's stamp, unchanged: the page is still that run's
     number_widgets(nb)
+    mark_saved_views(nb)
     return nb
 
 

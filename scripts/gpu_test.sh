@@ -10,10 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
 export PYTHONUNBUFFERED=1
+export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
+if ! why=$($PY -c 'from course_lib.core import runtime; ok, why = runtime._probe_gpu(); print(why); raise SystemExit(not ok)' 2>&1); then
+  echo "make gpu-test runs the notebooks live on a CUDA GPU, and none can be used here (${why##*$'\n'})." >&2
+  echo "Without a GPU, 'make test' replays them and 'make render' draws them from their stored runs." >&2
+  exit 2
+fi
 if ! $PY -c 'import nbval, nbclient, ipykernel, ipywidgets' 2>/dev/null; then
   eval "$(bash scripts/gpu_host_wheels.sh install)"
 fi
-export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
 export COURSE_MODE=live   # the suite's conftest.py defaults to replay; this is the live run
 $PY -c 'from course_lib.core import runtime; assert runtime.mode() == "live", "no usable GPU: this is the GPU test"'
 

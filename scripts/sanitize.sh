@@ -11,6 +11,16 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 SAN=${SANITIZER:-compute-sanitizer}
+# Nothing is checked without the tool or a GPU: say so, rather than report every tool as failing.
+if ! command -v "$SAN" >/dev/null; then
+  echo "make sanitize needs $SAN, which ships with the CUDA toolkit (its bin/ folder), on a machine with an NVIDIA GPU;" \
+       "it is not on PATH here, so nothing was checked." >&2
+  exit 2
+fi
+if ! why=$($PY -c 'from course_lib.core import runtime; ok, why = runtime._probe_gpu(); print(why); raise SystemExit(not ok)'); then
+  echo "make sanitize runs every kernel on a CUDA GPU, and none can be used here ($why): nothing was checked." >&2
+  exit 2
+fi
 status=0
 for tool in memcheck racecheck synccheck initcheck; do
   echo "== compute-sanitizer --tool $tool"

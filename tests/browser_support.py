@@ -654,9 +654,13 @@ LAYOUT_PROBLEMS_JS = r"""
     const label = (el.innerText || el.value || el.getAttribute('aria-label') || el.tagName).trim().slice(0, 40);
     if (box.right > right + 1) problems.push(`past the notebook's right edge by ${Math.round(box.right - right)} px: ${label}`);
     const hides = ['hidden', 'clip'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
-    if (hides && el.scrollWidth > el.clientWidth + 1 && el.children.length === 0)
-      problems.push(`text cut off (${el.scrollWidth} px in ${el.clientWidth}): ${label}`);
     const ownText = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    // text that overflows a box hiding it: a bare text element, or a box of words such as a checkbox's label
+    // (its text beside the box's input), though not a slider's or a picture's box, which may overflow by design
+    const words = el.children.length === 0 || ownText
+      || (el.innerText.trim() && !el.querySelector('input[type=range], .slider, svg, canvas, img, table, select'));
+    if (hides && el.scrollWidth > el.clientWidth + 1 && words)
+      problems.push(`text cut off (${el.scrollWidth} px in ${el.clientWidth}): ${label}`);
     const tag = el.tagName.toLowerCase();
     if ((ownText || tag === 'text') && style.visibility !== 'hidden') {
       const fg = rgb(tag === 'text' ? (style.fill || style.color) : style.color);

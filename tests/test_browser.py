@@ -48,6 +48,7 @@ from browser_support import (
 pytestmark = pytest.mark.browser
 
 UPDATE_MS = WIDGET_UPDATE_TIMEOUT_S * 1000
+SAVED_VIEW_WORDS = "its controls answer once this cell has run"   # course_lib.widgets.base.SAVED_VIEW_NOTE
 
 
 # --------------------------------------------------------------------------- the roofline calculator
@@ -525,6 +526,8 @@ def drive_calculator(browser, server: LabServer, notebook_path, case: Calculator
         calc = nb.calculator(case)          # waits for the answer to render
         nb.wait_all_cells_ran()             # every cell ran, none raised
         nb.wait_widgets_settled()
+        assert calc.locator(".course-saved-view").filter(has_text=SAVED_VIEW_WORDS).count() == 0, (
+            f"{case.id}: the saved-view note still shows after the cell ran")
         if case.model is not None:
             case.model(nb, calc, "Run All Cells")
         if case.scenario is not None:
@@ -595,6 +598,9 @@ def test_calculator_drawn_on_open_before_anything_runs(request, case: Calculator
         nb.open()
         calc = nb.calculator(case)                       # the saved answer, visible with no cell run
         assert "VBox(children=" not in nb.page.locator(".jp-Notebook").inner_text()
+        # ...and it says that it answers only once its cell has run (the controls of a saved copy do nothing)
+        from playwright.sync_api import expect
+        expect(calc.locator(".course-saved-view").filter(has_text=SAVED_VIEW_WORDS).first).to_be_visible()
         nb.screenshot(calc, f"on-open-{case.screenshot}")
         nb.wait_widgets_settled()
         time.sleep(2)   # what restoring the widgets would change has changed by now

@@ -75,15 +75,22 @@ def test_the_magic_prints_the_verdict_and_its_usage(capsys):
     assert "no kernel exercise 'nope'" in capsys.readouterr().out
 
 
-def test_the_extension_registers_a_cell_magic():
-    got = {}
+def test_the_extension_registers_a_cell_magic_and_the_name_its_hint_line_uses():
+    got, namespace = {}, {}
 
     class Shell:
         def register_magic_function(self, fn, magic_kind, magic_name):
             got.update(fn=fn, kind=magic_kind, name=magic_name)
 
+        def push(self, variables):
+            namespace.update(variables)
+
     magic.load_ipython_extension(Shell())
     assert got == {"fn": magic.cuda_exercise, "kind": "cell", "name": "cuda_exercise"}
+    # a verdict's "Stuck? print(kernel_exercises.hint(...))" runs in the next cell as printed
+    hint_line = ke.check("scale_grid_stride", catalog.SCALE.starter).splitlines()[-1]
+    call = hint_line.split("Stuck? ", 1)[1]
+    assert eval(call.removeprefix("print(")[:-1], namespace) == catalog.SCALE.hint
 
 
 def test_the_time_limit_starts_when_the_child_is_ready_and_a_hang_is_stopped():

@@ -57,3 +57,12 @@ def test_jupyterlabs_news_and_update_popups_are_off(tmp_path):
 def test_the_working_copy_is_ignored_by_git():
     out = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "work/00_your_gpu.ipynb"], capture_output=True, text=True)
     assert out.returncode == 0
+
+
+def test_installing_the_course_library_prints_nothing():
+    # A first `make lab` once printed 502 lines of setuptools warnings (a data folder of kernels/exercises/ per
+    # exercise "absent from packages"), which a newcomer reads as a failed install. The Makefile's own line:
+    line = next(ln.strip() for ln in (ROOT / "Makefile").read_text().splitlines() if "--no-deps -e ." in ln)
+    out = subprocess.run(line.replace("$(PY)", str(ROOT / ".venv" / "bin" / "python")), shell=True, cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout + out.stderr == ""

@@ -190,3 +190,16 @@ def test_a_value_from_other_code_is_refused_and_a_stored_exception_raised_again(
         stored_run.capture("count", lambda: 0, raises=(Closed,))
     assert runtime.mode() == "render" and runtime.shows_gpu_run() and not runtime.gpu_available()
 
+
+
+def test_a_saved_calculator_says_it_answers_only_once_its_cell_has_run():
+    from course_lib.widgets.base import SAVED_VIEW_CLASS, SAVED_VIEW_NOTE, saved_view_note
+
+    assert saved_view_note().value == "" and SAVED_VIEW_CLASS in saved_view_note()._dom_classes   # a kernel's copy
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        state = nb.metadata.get("widgets", {}).get(render.WIDGET_STATE, {}).get("state", {})
+        views = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if render.WIDGET_VIEW in o.get("data", {})]
+        notes = [m for m in state.values() if SAVED_VIEW_CLASS in m["state"].get("_dom_classes", ())]
+        assert len(notes) == len(views), f"{path.name}: {len(views)} calculators, {len(notes)} saved-view notes"
+        assert all(m["state"]["value"] == SAVED_VIEW_NOTE for m in notes), path.name

@@ -36,6 +36,16 @@ def test_setting_controls_shows_the_models_value(calc, n, dtype):
     assert shown(calc, "course-crossover") == f"{e.crossover_n:,.0f}"
 
 
+@pytest.mark.parametrize("n", [512, 1024, 2048, 4096])
+def test_the_bars_widths_are_in_the_ratio_of_the_two_times(calc, n):
+    # Near the crossover (512, 1024) the two times differ by 30-50%: the bars must too ("the longer bar is the bound").
+    calc.n.value = n
+    e = roofline.square_gemm(n, "fp16", roofline_widget.ROUND_B200)
+    widths = [float(w) for w in re.findall(r'class="course-bar" style="[^"]*width:([\d.]+)px', calc.answer.value)]
+    assert len(widths) == 2 and max(widths) == roofline_widget.BAR_PX
+    assert widths[0] / widths[1] == pytest.approx(e.bound.compute_seconds / e.bound.memory_seconds, rel=2e-3)
+
+
 def test_slider_drives_the_answer(calc):
     calc.n_slider.value = 256
     assert calc.n.value == 256

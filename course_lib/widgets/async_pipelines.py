@@ -11,7 +11,7 @@ from course_lib.figures.plots import PALETTE
 from course_lib.models import occupancy, pipeline
 from course_lib.models.occupancy import fmt_bytes
 from course_lib.models.tiling import TILE_DTYPES
-from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, ink_on, int_box, span
+from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, ink_on, int_box, span, show
 
 US = 1e-6
 LABEL_PX = 64             # the unit names left of the timeline
@@ -164,9 +164,7 @@ class PipelineCalculator:
         self.answer.value = render_pipeline(s, cost)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def pipeline_calculator(**kw) -> PipelineCalculator:

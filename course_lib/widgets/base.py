@@ -56,6 +56,28 @@ def check_fits(what: str, nbytes: float, gpu, gpus=()) -> None:
                          "no such problem fits on the GPU. Try a smaller size.")
 
 
+# A calculator in a saved notebook is drawn from its saved widget state and does nothing until its cell
+# runs (no kernel holds its models yet). Its saved copy says so at its top: this note is empty in a live
+# kernel, and course_lib.render writes the text into the saved state of every note it finds by its class.
+SAVED_VIEW_CLASS = "course-saved-view"
+SAVED_VIEW_NOTE = (f'<div class="{SAVED_VIEW_CLASS}" style="color:{ERROR_TEXT};font-size:12px">This calculator is '
+                   "a picture of the saved notebook: its controls answer once this cell has run (Shift+Enter, or "
+                   "Run ▸ Run All Cells).</div>")
+
+
+def saved_view_note() -> W.HTML:
+    note = W.HTML("")
+    note.add_class(SAVED_VIEW_CLASS)
+    return note
+
+
+def show(ui: W.Widget) -> None:
+    """Display a calculator's controls under its saved-view note (empty while a kernel runs it)."""
+    from IPython.display import display
+
+    display(W.VBox([saved_view_note(), ui]))
+
+
 def error_html(message: str) -> str:
     return f'<div class="course-calc-error" style="color:#b00020">⚠ {html.escape(message)}</div>'
 

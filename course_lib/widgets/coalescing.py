@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from course_lib.models import memory
-from course_lib.widgets.base import MUTED_TEXT, error_html, gap_row, rows_with_gaps
+from course_lib.widgets.base import MUTED_TEXT, error_html, gap_row, rows_with_gaps, show
 
 _MAX_ROWS = 14
 
@@ -106,6 +106,4 @@ class SectorCalculator:
         self.answer.value = render_sectors(c)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)

@@ -9,6 +9,7 @@ import ipywidgets as W
 from course_lib.exercises import failure_lab as quiz
 from course_lib.labs import failure_lab as failure_records
 from course_lib.models import failures
+from course_lib.widgets.base import saved_view_note
 
 LETTERS = ("A", "B", "C")
 
@@ -26,7 +27,7 @@ class FailureQuiz(W.VBox):
         self.family.observe(lambda _: self._fill_numbers(), "value")
         self.number.observe(lambda _: self._show(), "value")
         self.check.on_click(lambda _: self._check())
-        super().__init__([W.HBox([self.family, self.number]), self.mistake, self.options,
+        super().__init__([saved_view_note(), W.HBox([self.family, self.number]), self.mistake, self.options,
                           W.HBox([self.answer, self.check]), self.verdict])
         self._fill_numbers()
 

@@ -9,7 +9,7 @@ import ipywidgets as W
 from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, TERA, GpuSpec, spec
 from course_lib.core.validate import whole_numbers
 from course_lib.models import fusion
-from course_lib.widgets.base import _fmt_seconds, check_fits, error_html, int_box, span
+from course_lib.widgets.base import _fmt_seconds, check_fits, error_html, int_box, span, show
 
 PRESET = "scale → bias → GELU → residual add"
 IDENTICAL = "k identical ops"
@@ -94,9 +94,7 @@ class FusionCalculator:
             self.answer.value = error_html(str(exc))
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def fusion_calculator(**kw) -> FusionCalculator:

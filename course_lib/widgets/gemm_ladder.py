@@ -7,7 +7,7 @@ import ipywidgets as W
 
 from course_lib.core.hardware import KIB, SPECS, GpuSpec
 from course_lib.models import tiling
-from course_lib.widgets.base import ERROR_TEXT, OK_TEXT, WRAP, error_html, span
+from course_lib.widgets.base import ERROR_TEXT, OK_TEXT, WRAP, error_html, span, show
 
 ESTIMATE = 0   # the registers box: 0 means "estimate it"
 
@@ -102,9 +102,7 @@ class TileCalculator:
         self.answer.value = render_tile(e)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def tile_calculator(**kw) -> TileCalculator:

@@ -9,7 +9,7 @@ import ipywidgets as W
 
 from course_lib.core.hardware import SPECS, GpuSpec, spec
 from course_lib.models import hopper
-from course_lib.widgets.base import OK_TEXT, WRAP, error_html, int_box, span
+from course_lib.widgets.base import OK_TEXT, WRAP, error_html, int_box, span, show
 
 SETMAXNREG = ("on", "off")
 EPILOGUE = ("registers", "TMA store")   # rungs 3-6 store from registers; rung 7 stages the tile for the TMA
@@ -106,9 +106,7 @@ class HopperTileCalculator:
         self.answer.value = render_budget(t, self.gpus[self.gpu.value].peak_flop_per_s.get("bf16"))
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def hopper_tile_calculator(**kw) -> HopperTileCalculator:

@@ -10,7 +10,7 @@ from course_lib.core import cuda, runtime
 from course_lib.core.hardware import KIB, detect
 from course_lib.labs.occupancy import contract_block_threads
 from course_lib.models import occupancy as occ
-from course_lib.widgets.base import error_html, int_box, span
+from course_lib.widgets.base import error_html, int_box, span, show
 
 CUSTOM = "custom SM (type its limits)"
 TYPED = "(type the kernel's resources)"
@@ -105,9 +105,7 @@ class ResidencyCalculator:
         self.answer.value = render_residency(r, self.selected_budget())
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def _course_kernels() -> list[str]:

@@ -10,7 +10,7 @@ import ipywidgets as W
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, TERA, GpuSpec, replace_peaks
 from course_lib.models import roofline
-from course_lib.widgets.base import _fmt_seconds, check_fits, error_html, int_box
+from course_lib.widgets.base import _fmt_seconds, check_fits, error_html, int_box, show
 
 CUSTOM = "custom (type the roofs)"
 
@@ -54,14 +54,18 @@ def gemm(m: int, n: int, k: int, dtype: str, gpu: GpuSpec) -> GemmEstimate:
                         roofline.square_gemm_crossover_n(peak, bw, b) if square else None)
 
 
+BAR_PX = 360   # the longer time's bar; the other is drawn in proportion, so the ratio of the widths is the ratio of the times
+
+
 def _bars(compute_s: float, memory_s: float) -> str:
     longest = max(compute_s, memory_s)
     rows = []
     for label, t, colour in (("compute", compute_s, "#4c72b0"), ("move A, B, C", memory_s, "#dd8452")):
-        width = 100 * t / longest
+        width = BAR_PX * t / longest
         rows.append(f'<div style="display:flex;align-items:center;margin:2px 0">'
-                    f'<span style="width:110px">{label}</span>'
-                    f'<span style="background:{colour};height:16px;width:{width:.1f}%;max-width:420px;display:inline-block"></span>'
+                    f'<span style="width:110px;flex:none">{label}</span>'
+                    f'<span class="course-bar" style="background:{colour};height:16px;width:{width:.1f}px;flex:none;'
+                    f'display:inline-block"></span>'
                     f'<span style="margin-left:6px">{_fmt_seconds(t)}</span></div>')
     return "".join(rows)
 
@@ -160,9 +164,7 @@ class RooflineCalculator:
         self.answer.value = render_estimate(e)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def render_estimate(e: GemmEstimate) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from course_lib.models import memory
-from course_lib.widgets.base import MUTED_TEXT, error_html, gap_row, rows_with_gaps
+from course_lib.widgets.base import MUTED_TEXT, error_html, gap_row, rows_with_gaps, show
 
 _PHASE_COLOURS = ["#4c72b0", "#55a868", "#8172b2", "#937860"]
 
@@ -125,9 +125,7 @@ class BankCalculator:
         self.answer.value = render_banks(r)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def describe_pattern(r: memory.BankCount) -> str:

@@ -7,7 +7,7 @@ import html
 import ipywidgets as W
 
 from course_lib.models import launch_geometry as lg
-from course_lib.widgets.base import MUTED_TEXT, WRAP, error_html, int_box, span
+from course_lib.widgets.base import MUTED_TEXT, WRAP, error_html, int_box, span, show
 
 
 class LaunchGeometryCalculator:
@@ -68,9 +68,7 @@ class LaunchGeometryCalculator:
         self.answer.value = render_geometry(grid, tile, trace, self.operand.value, self.stage.value * self.bk.value)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def render_geometry(grid: lg.TileGrid, tile: lg.ProgramTile, trace: list[lg.LaneAccess], operand: str,

@@ -10,7 +10,7 @@ import ipywidgets as W
 from course_lib.core.hardware import BYTES_PER_ELEMENT, SPECS, GpuSpec, spec
 from course_lib.models import transformer
 from course_lib.models.transformer import MODELS, ModelShape, Phase
-from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, int_box, span
+from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, int_box, span, show
 
 DTYPE = "bf16"
 
@@ -63,8 +63,9 @@ class LayerAtlasCalculator:
         self.phase = W.ToggleButtons(options=list(transformer.PHASES), value=phase, description="phase")
         self.batch = int_box("batch", batch)
         self.length = int_box("tokens (prefill) / KV length (decode)", length, "320px")
+        # A checkbox's label takes the box's width (300 px by default) and clips past it: give it room for its words.
         self.replicated = W.Checkbox(value=False, description="replicate K and V per query head (no grouped path)",
-                                     indent=False)
+                                     indent=False, layout=W.Layout(width="auto"))
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
         for w in (self.gpu, self.model, self.phase, self.batch, self.length, self.replicated):
@@ -86,9 +87,7 @@ class LayerAtlasCalculator:
             self.answer.value = error_html(str(exc))
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def layer_atlas_calculator(**kw) -> LayerAtlasCalculator:

@@ -10,7 +10,7 @@ import ipywidgets as W
 from course_lib.core.hardware import SPECS, GpuSpec, spec
 from course_lib.figures.plots import PALETTE
 from course_lib.models import occupancy, waves
-from course_lib.widgets.base import check_fits, error_html, ink_on, int_box, span
+from course_lib.widgets.base import check_fits, error_html, ink_on, int_box, span, show
 
 MAX_DRAWN_TILES = 64          # per side: beyond this the SVG grows heavy and the squares unreadable
 DRAWING_PX = 448
@@ -182,9 +182,7 @@ class WaveCalculator:
             self.answer.value = error_html(str(exc))
 
     def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.ui)
+        show(self.ui)
 
 
 def wave_calculator(**kw) -> WaveCalculator:
