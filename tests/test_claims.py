@@ -109,6 +109,27 @@ def test_the_committed_run_is_checked_and_its_absence_fails(monkeypatch):
     assert missing and "make gpu-test" in missing[0].message
 
 
+def test_a_figure_of_another_gpu_is_checked_on_that_gpus_runs_only(monkeypatch):
+    record = _recorded_copy().to_record("test")                  # the H200's
+    h100 = dict(record, machine=dict(record["machine"], gpu="NVIDIA H100 80GB HBM3"),
+                cases=[dict(c, samples_s=[s * 2 for s in c["samples_s"]]) for c in record["cases"]])
+    value = _copy_tb_per_s(_recorded_copy())
+    words = "on the H200 it runs at X"
+    h200_only = Measured(words, COPY, _copy_tb_per_s, (value * 0.99, value * 1.01), belongs_to="NVIDIA H200")
+    anywhere = Measured(words, COPY, _copy_tb_per_s, (value * 0.99, value * 1.01))
+    assert _check(_notebook(words, [h100]), [h200_only], monkeypatch, ("notebook",)) == []   # the H100 run: not its figure
+    assert _check(_notebook(words, [h100]), [anywhere], monkeypatch, ("notebook",))           # a claim about any GPU fails
+    assert _check(_notebook(words, [dict(record, cases=h100["cases"])]), [h200_only], monkeypatch, ("notebook",))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_figure_of_one_gpu_names_it(path):
+    for c in claims.load_claims(path.stem):
+        if getattr(c, "belongs_to", None):
+            short = c.belongs_to.removeprefix("NVIDIA ").split()[0]
+            assert short in c.text, f"{path.stem}: «{c.text}» is the {c.belongs_to}'s figure and must say so"
+
+
 def test_the_number_finder_sees_ranges_signs_and_ratios():
     found = [m for _, _, m in claims.measured_numbers("from 96–98% and −4.4%, 11×, 1.4 times, 293 µs, 12 ops")]
     assert found == ["98%", "−4.4%", "11×", "1.4 times", "293 µs"]

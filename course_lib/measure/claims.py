@@ -9,6 +9,9 @@ A notebook's claims live next to it, in ``notebooks/claims/NN_name.py``, as a li
   With several experiments (a tuple), ``quantity`` takes one result of each, from the same run.
   Against the record it must hold in every recorded run (headline experiments are recorded three
   times), so a figure that moves between runs has to be written as the range it takes.
+  ``belongs_to="NVIDIA H200"``: a figure the prose gives as that GPU's ("on the H200, ..."), checked
+  against that GPU's runs only; a run on another GPU shows its own figure in the table beside it. Any
+  other measured claim is about whatever GPU ran the notebook, so it must hold on every GPU's runs.
 - ``Recorded(...)``: the same, for a figure the notebook shows from the record even live (a
   catalogue's evidence): checked against the recorded runs only.
 - ``Analytic(text, value, within)``: a model's output, ``value()``, stated in words.
@@ -51,6 +54,7 @@ class Measured:
     within: Union[Range, list[Range]]
     params: dict = field(default_factory=dict)   # which run of the experiment, where it ran with several
     unit: str = ""                               # how the value is shown in a failure: "%", "µs", "x", ""
+    belongs_to: str | None = None                # the GPU whose figure the words state (they name it), or any GPU
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,8 @@ def check(stem: str, nb, sources: Iterable[str] = ("record", "notebook")) -> lis
             # an experiment recorded once stands beside every run of the others.
             for i in range(max(map(len, per_experiment))):
                 results = [rs[min(i, len(rs) - 1)] for rs in per_experiment]
+                if c.belongs_to and results[-1].gpu != c.belongs_to:
+                    continue   # the words state another GPU's figure; this run's is in the table beside them
                 try:
                     bad = _out_of_range(c.quantity(*results), c.within, c.unit)
                 except LookupError as e:   # a case the quantity needs is not in this run

@@ -3,6 +3,7 @@ claims files load it by path, as course_lib.measure.claims loads them,
 
     shared = claims.load_module("_shared")
 """
+from course_lib.core import hardware
 from course_lib.measure.experiments import Result
 
 # The copy ceiling's case: machine.copy_bandwidth's, and the sweeps' that time it beside their own kernels.
@@ -16,3 +17,8 @@ def copy_bandwidth(result: Result) -> float:
 
 def copy_tb_per_s(result: Result) -> float:
     return copy_bandwidth(result) / 1e12
+
+
+def copy_of_datasheet(result: Result) -> float:
+    """The copy's bandwidth as a share of the GPU's datasheet HBM bandwidth: what makes it a fair roof on any GPU."""
+    return copy_bandwidth(result) / hardware.spec(result.gpu).hbm_bandwidth_bytes_per_s
