@@ -658,7 +658,7 @@ LAYOUT_PROBLEMS_JS = r"""
     // text that overflows a box hiding it: a bare text element, or a box of words such as a checkbox's label
     // (its text beside the box's input), though not a slider's or a picture's box, which may overflow by design
     const words = el.children.length === 0 || ownText
-      || (el.innerText.trim() && !el.querySelector('input[type=range], .slider, svg, canvas, img, table, select'));
+      || ((el.innerText || '').trim() && !el.querySelector('input[type=range], .slider, svg, canvas, img, table, select'));
     if (hides && el.scrollWidth > el.clientWidth + 1 && words)
       problems.push(`text cut off (${el.scrollWidth} px in ${el.clientWidth}): ${label}`);
     const tag = el.tagName.toLowerCase();
