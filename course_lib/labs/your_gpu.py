@@ -127,3 +127,23 @@ def measuring_correctly(sizes: list[int], samples: int, calls_per_sample: int, c
         f"first call (compile + load + launch), n={n}", {"sizes": n}, "elementwise.vector_add", cold, n, 12 * n,
         check, timer="host perf_counter around NVRTC compile, module load, launch and synchronize")))
     return cases
+
+
+# --------------------------------------------------------------------------- analysis for the notebook (no GPU)
+
+HOST_METHODS = ("CUDA events, GPU held", "CUDA events, idle GPU", "host timer + synchronize")
+
+
+def host_side_figures(result, small: int = 4096, big: int = 16777216) -> str:
+    """The figures of ``timing.measuring_correctly`` that depend on the host's CPU as much as on the GPU (a launch's
+    cost, what the launch adds to each method), from this run: the prose teaches their order, this gives their size."""
+    def us(method: str, n: int) -> float:
+        return result.case(f"{method}, n={n}").median_s * 1e6
+
+    graph = us("CUDA graph of 100 calls", big)
+    added = {m: us(m, big) - graph for m in HOST_METHODS}
+    return (f"This run ({result.provenance}): the host timer without a synchronize reports "
+            f"{us('host timer, no synchronize', small):.1f} µs at n = {small:,} and "
+            f"{us('host timer, no synchronize', big):.1f} µs at n = {big:,}. At n = {big:,}, against the graph's "
+            f"{graph:.1f} µs: " + ", ".join(f"{m} +{added[m]:.1f} µs ({100 * added[m] / graph:+.0f}%)" for m in HOST_METHODS)
+            + f"; the 100-call pair +{us('100 calls per event pair', big) - graph:.1f} µs.")

@@ -60,7 +60,9 @@ class FusionCalculator:
         self.dtype = W.Dropdown(options=STORAGE_DTYPES, value=dtype, description="dtype",
                                 layout=W.Layout(width="200px"))
         self.m, self.n = int_box("M", m), int_box("N", n)
-        self.chain = W.ToggleButtons(options=[PRESET, IDENTICAL], value=chain, description="chain")
+        # each button wide enough for the preset's words (ToggleButtons' default width cuts them off)
+        self.chain = W.ToggleButtons(options=[PRESET, IDENTICAL], value=chain, description="chain",
+                                     style={"button_width": "270px"})
         self.k = int_box("k", k, "120px")
         self.flop_per_op = W.FloatText(value=flop_per_op, description="FLOPs/element per op",
                                        layout=W.Layout(width="240px"), style={"description_width": "initial"})

@@ -43,11 +43,15 @@ def held_small(result):
 
 
 CLAIMS = [
-    Measured("the measured fp8 matmul ran at 1.9–2.0 times bf16's rate, so at this size it pays its 2× and no more", MATMUL,
-             lambda r: r.case("cuBLAS fp8 8192³").flop_per_s / r.case("cuBLAS bf16 8192³").flop_per_s, (1.88, 2.04),
-             unit="x"),
-    Measured("with both at the power cap (the clock table below)", MATMUL,
-             lambda r: tuple(float(during(r, d)["power_limited"]) for d in ("bf16", "fp8")), [(1, 1)] * 2),
+    # 2.06 in a live run of 2026-12-07 on another host, not kept: the range was widened to it, not fitted to it
+    Measured("on the H200 the measured fp8 matmul ran at about twice bf16's rate (1.9–2.1 times over the runs so far), "
+             "so at this size it pays its 2× and little more", MATMUL,
+             lambda r: r.case("cuBLAS fp8 8192³").flop_per_s / r.case("cuBLAS bf16 8192³").flop_per_s, (1.88, 2.12),
+             unit="x", belongs_to="NVIDIA H200"),
+    Measured("on the H200 the measured fp8 matmul ran at about twice bf16's rate (1.9–2.1 times over the runs so far), "
+             "so at this size it pays its 2× and little more, with both at the power cap there", MATMUL,
+             lambda r: tuple(float(during(r, d)["power_limited"]) for d in ("bf16", "fp8")), [(1, 1)] * 2,
+             belongs_to="NVIDIA H200"),
     # the clock while each matmul was timed (NVML samples), not one reading at the end
     Measured("In the run shown above and in the recorded one, the fp32 matmul, on the CUDA cores, held the maximum clock", MATMUL,
              lambda r: (during(r, "fp32")["sm_mhz"]["min"] / during(r, "fp32")["max_sm_mhz"],
@@ -55,20 +59,23 @@ CLAIMS = [
     Recorded("in the recorded run all four ran below 90% of the maximum clock while they were timed", MATMUL,
              lambda r: tuple(float(during(r, d)["power_limited"]) for d in TENSOR)
              + (gpu_monitor.POWER_LIMITED_FRACTION,), [(1, 1)] * 4 + [(0.9, 0.9)], unit="%"),
-    Measured("in the run shown above the fp16, bf16 and fp8 ones did", MATMUL,
-             lambda r: tuple(float(during(r, d)["power_limited"]) for d in ("fp16", "bf16", "fp8")), [(1, 1)] * 3),
-    Measured("The fp16, bf16 and fp8 ones drew 86–100% of the 700 W power cap while they ran", MATMUL,
+    Measured("in the H200's run shown above the fp16, bf16 and fp8 ones did", MATMUL,
+             lambda r: tuple(float(during(r, d)["power_limited"]) for d in ("fp16", "bf16", "fp8")), [(1, 1)] * 3,
+             belongs_to="NVIDIA H200"),
+    Measured("On the H200 the fp16, bf16 and fp8 ones drew 86–100% of the 700 W power cap while they ran", MATMUL,
              lambda r: tuple(during(r, d)["power_w"]["median"] / during(r, d)["power_limit_w"]
                              for d in ("fp16", "bf16", "fp8")) + (during(r, "fp16")["power_limit_w"],),
-             [(0.855, 1.005)] * 3 + [(700, 700)]),
+             [(0.855, 1.005)] * 3 + [(700, 700)], belongs_to="NVIDIA H200"),
     Measured("at its full clock it still reaches only about three quarters of its datasheet", MATMUL,
              lambda r: (during(r, "fp32")["sm_mhz"]["median"] / during(r, "fp32")["max_sm_mhz"],
                         next(c for c in r.cases if c.name.startswith("cuBLAS fp32 ")).flop_per_s
                         / hardware.spec(r.gpu).peak("fp32")), [(1, 1), (0.7, 0.8)], unit="%"),
     Measured("copy matches CuPy's copy", COPY, lambda r: of_cupy_copy(r, "course copy_vec4"),
              (0.98, 1.02), unit="×"),
-    Measured("add goes 3–5% past it", COPY, lambda r: of_cupy_copy(r, "course vector_add_vec4") - 1,
-             (0.03, 0.05), unit="%"),
+    Measured("add goes a few percent past it (on the H200, 3–5%", COPY, lambda r: of_cupy_copy(r, "course vector_add_vec4") - 1,
+             (0.03, 0.05), unit="%", belongs_to="NVIDIA H200"),
+    Measured("add goes a few percent past it", COPY, lambda r: of_cupy_copy(r, "course vector_add_vec4") - 1,
+             (0.0, 0.06), unit="%"),
     Measured("the add, with two 4-byte loads per thread, gets further than the copy with one", COPY,
              lambda r: of_cupy_copy(r, "course vector_add") / of_cupy_copy(r, "course copy"), (1.1, 1.5),
              unit="×"),
@@ -79,13 +86,7 @@ CLAIMS = [
              TIMING, lambda r: median_us(r, "100 calls per event pair", SMALL)
              / median_us(r, "host timer, no synchronize", SMALL), (0.85, 1.15), unit="×"),
 
-    Measured("reports under ten microseconds whatever the size", TIMING,
-             lambda r: tuple(median_us(r, "host timer, no synchronize", n) for n in (SMALL, BIG)), [(1, 10)] * 2,
-             unit=" µs"),
-    Measured("The methods still differ, by 2 to 15 microseconds", TIMING,
-             lambda r: tuple(median_us(r, m, BIG) - median_us(r, "CUDA graph of 100 calls", BIG)
-                             for m in ("CUDA events, GPU held", "CUDA events, idle GPU", "host timer + synchronize")),
-             [(1.5, 15.5)] * 3, unit=" µs"),
+
     Analytic("blocks of ten back-to-back calls after a 2 ms hold", lambda: (timing.BLOCK_CALLS, timing.BLOCK_HOLD_S * 1e3),
              [(10, 10), (2, 2)]),
     Analytic("The two medians must agree within 3%", lambda: timing.PROTOCOL_TOLERANCE, (0.03, 0.03), unit="%"),
@@ -96,14 +97,21 @@ CLAIMS = [
     Recorded("A long GEMM at 8192³ is, on an H200", "hopper.ladder",
              lambda r: float(r.case("cuBLAS bf16, 8192×8192×8192").power_limited), (1, 1)),
     Given("Nobody reaches 100% of a datasheet", "a bound, not a measurement"),
-    Measured("(the 100-call pair) still come out about 2 µs above the graph", TIMING,
-             lambda r: median_us(r, "100 calls per event pair", BIG) - median_us(r, "CUDA graph of 100 calls", BIG),
-             (1, 3.5), unit=" µs"),
-    Measured("some 60 µs of work", TIMING, lambda r: median_us(r, "CUDA graph of 100 calls", BIG), (50, 70), unit=" µs"),
-    Measured("2–6% for the held events", TIMING, over_graph("CUDA events, GPU held"), (0.02, 0.06), unit="%"),
-    Measured("10–20% for events on an idle GPU", TIMING, over_graph("CUDA events, idle GPU"), (0.10, 0.20), unit="%"),
-    Measured("20–25% for the synchronized host timer", TIMING, over_graph("host timer + synchronize"), (0.20, 0.25),
-             unit="%"),
+
+
+    # The host's share of each method depends on the host's CPU (this run's figures are printed under the table);
+    # what transfers is the order, and that the host timer without a synchronize sees a launch whatever the size.
+    Measured("counted against the graph, the held events add the least, events on an idle GPU more, and the "
+             "synchronized host timer the most", TIMING,
+             lambda r: float(0 < over_graph("CUDA events, GPU held")(r) < over_graph("CUDA events, idle GPU")(r)
+                             < over_graph("host timer + synchronize")(r)), (1, 1)),
+    Measured("reports a few microseconds at either size, a fraction of what the large add takes", TIMING,
+             lambda r: (*(median_us(r, "host timer, no synchronize", n) for n in (SMALL, BIG)),
+                        median_us(r, "host timer, no synchronize", BIG) / median_us(r, "CUDA graph of 100 calls", BIG)),
+             [(1, 20), (1, 20), (0, 0.35)]),
+    Measured("Back-to-back launches from the host (the 100-call pair) still come out a little above the graph", TIMING,
+             lambda r: median_us(r, "100 calls per event pair", BIG) / median_us(r, "CUDA graph of 100 calls", BIG) - 1,
+             (0, 0.1), unit="%"),
     Measured("Events on an idle GPU report several times the held figure", TIMING,
              lambda r: median_us(r, "CUDA events, idle GPU", SMALL) / median_us(r, "CUDA events, GPU held", SMALL),
              (2, 5), unit="×"),
