@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-from course_lib.core import cuda, runtime, stored_run
+from course_lib.core import cuda, stored_run
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import BankWavefronts, Count, KernelExercise, SectorUse, Traffic, exercise, mnemonic
