@@ -43,6 +43,9 @@ from course_lib.measure import experiments
 from course_lib.measure.experiments import Result
 
 CLAIMS_DIR = REPO_ROOT / "notebooks" / "claims"
+# Runs kept beside the record to check the prose against (data/held_out/<gpu-slug>_<date>/<notebook>.json): the
+# results a notebook's live run stored, on a GPU or a day the ranges were not written from.
+HELD_OUT_DIR = REPO_ROOT / "data" / "held_out"
 Range = tuple[float, float]
 
 
@@ -155,6 +158,11 @@ def load_claims(stem: str) -> list[Claim]:
     if not (CLAIMS_DIR / f"{stem}.py").exists():
         return []
     return list(load_module(stem).CLAIMS)
+
+
+def held_out_runs(stem: str) -> list[tuple[str, dict]]:
+    """(where it is kept, its file's content) of every kept run of notebook ``stem``."""
+    return [(str(p.relative_to(REPO_ROOT)), json.loads(p.read_text())) for p in sorted(HELD_OUT_DIR.glob(f"*/{stem}.json"))]
 
 
 def notebook_results(nb) -> list[Result]:
