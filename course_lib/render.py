@@ -97,13 +97,29 @@ def render(path: Path, timeout_s: int = TIMEOUT_S):
         NotebookClient(nb, timeout=timeout_s, kernel_name="python3", store_widget_state=True, record_timing=False,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     nb.metadata["course_run"] = run   # the run's stamp, unchanged: the page is still that run's
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
     number_widgets(nb)
     mark_saved_views(nb)
     return nb
 
 
+def merge_streams(outputs: list) -> list:
+    """Consecutive prints to one stream as one output. How the kernel batches them into messages depends on
+    timing (a busy machine splits what an idle one sends at once), so the page keeps them joined."""
+    merged = []
+    for o in outputs:
+        if (o.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                and merged[-1]["name"] == o["name"]):
+            merged[-1] = dict(merged[-1], text=merged[-1]["text"] + o["text"])
+        else:
+            merged.append(o)
+    return merged
+
+
 def _outputs(cell) -> list[dict]:
-    return [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.get("outputs", [])]
+    return [{k: v for k, v in o.items() if k != "execution_count"} for o in merge_streams(cell.get("outputs", []))]
 
 
 def differences(committed, rendered) -> list[str]:

@@ -203,3 +203,28 @@ def test_a_saved_calculator_says_it_answers_only_once_its_cell_has_run():
         notes = [m for m in state.values() if SAVED_VIEW_CLASS in m["state"].get("_dom_classes", ())]
         assert len(notes) == len(views), f"{path.name}: {len(views)} calculators, {len(notes)} saved-view notes"
         assert all(m["state"]["value"] == SAVED_VIEW_NOTE for m in notes), path.name
+
+
+def test_a_models_column_is_todays_model_not_the_one_stored_with_the_run():
+    # The stored run keeps the model its cases were measured beside (extra["model"]); a page shows today's.
+    from course_lib.labs import coalescing as lab
+    from course_lib.measure.experiments import Result
+
+    nb = nbformat.read(ROOT / "notebooks" / "04_coalescing.ipynb", as_version=4)
+    record = next(r for r in nb.metadata["course_run"]["results"] if r["experiment"] == "coalescing.strided_copy")
+    result = Result.from_record(record, "live")
+    today = [row["sectors per read"] for row in lab.copy_rows(result, 4e12)]
+    for c in result.cases:
+        c.extra["model"] = dict(c.extra["model"], read_sectors_per_request=-1, read_efficiency=0.5)
+    assert [row["sectors per read"] for row in lab.copy_rows(result, 4e12)] == today and -1 not in today
+
+
+def test_prints_split_by_a_busy_kernel_compare_as_one_output():
+    one = [{"output_type": "stream", "name": "stdout", "text": "a\nb\n"}]
+    two = [{"output_type": "stream", "name": "stdout", "text": "a\n"}, {"output_type": "stream", "name": "stdout", "text": "b\n"}]
+    committed, rendered = nbformat.v4.new_notebook(), nbformat.v4.new_notebook()
+    committed.cells = [nbformat.v4.new_code_cell("print('a'); print('b')", outputs=[nbformat.from_dict(o) for o in one])]
+    rendered.cells = [nbformat.v4.new_code_cell("print('a'); print('b')", outputs=[nbformat.from_dict(o) for o in two])]
+    assert render.differences(committed, rendered) == []
+    rendered.cells[0].outputs[1]["text"] = "c\n"
+    assert render.differences(committed, rendered)

@@ -70,7 +70,7 @@ def _gbps(c: Case) -> float:
 
 def predicted(c: Case, ceiling_bytes_per_s: float, reuse: bool = False) -> memory.CopyPrediction:
     """The sector model's bandwidth for a copy-like case: no reuse of over-fetched sectors, or perfect reuse."""
-    m = c.extra["model"]
+    m = coalescing.case_model(c)
     half = c.bytes / 2
     if reuse:
         return memory.predicted_copy(half, half, 1.0, 1.0, ceiling_bytes_per_s)
@@ -81,7 +81,7 @@ def copy_rows(result, ceiling_bytes_per_s: float, key: str | None = None) -> lis
     """Measured against the sector model for every copy-like case of a coalescing result."""
     rows = []
     for c in result.cases:
-        m = c.extra["model"]
+        m = coalescing.case_model(c)
         p = predicted(c, ceiling_bytes_per_s)
         rows.append({"case": c.name, **({key: c.params.get(key)} if key else {}),
                      "sectors per read": m["read_sectors_per_request"],
@@ -92,20 +92,8 @@ def copy_rows(result, ceiling_bytes_per_s: float, key: str | None = None) -> lis
     return rows
 
 
-def _read_addresses(c: Case):
-    """Warp 0's read addresses of a coalescing case, rebuilt from its parameters (for the 64-byte block count)."""
-    if "strides" in c.params:
-        return memory.warp_addresses("strided", 4, stride=c.params["strides"]), 4
-    if "offsets" in c.params:
-        return memory.warp_addresses("unit", 4, offset_bytes=4 * c.params["offsets"]), 4
-    if c.params.get("layout") == "aos":
-        return memory.warp_addresses("strided", 4, stride=4), 4
-    width = c.params.get("access_bytes", 4)
-    return memory.warp_addresses("unit", width), width
-
-
 def dram_block_model(c: Case) -> memory.SectorCount:
-    addrs, width = _read_addresses(c)
+    addrs, width = coalescing.read_addresses(c.params)
     return memory.dram_blocks(addrs, width)
 
 
@@ -114,7 +102,7 @@ def global_profile_rows(result) -> list[dict]:
     """ncu's sectors per request and DRAM bytes beside the sector model (and its 64-byte DRAM-block variant)."""
     rows = []
     for c in result.cases:
-        ncu, m = c.extra.get("ncu"), c.extra.get("model")
+        ncu, m = c.extra.get("ncu"), coalescing.case_model(c)
         if not ncu or not m:
             continue
         half = c.bytes / 2
@@ -157,7 +145,7 @@ def l2_fetch_rows(result) -> list[dict]:
     read bytes against the two no-reuse counts (32-byte sectors, 64-byte blocks)."""
     rows = []
     for c in result.cases:
-        m, ncu = c.extra["model"], c.extra.get("ncu") or {}
+        m, ncu = coalescing.case_model(c), c.extra.get("ncu") or {}
         half = c.bytes / 2
         by_blocks = half / dram_block_model(c).efficiency
         dram = ncu.get("dram__bytes_read.sum")

@@ -89,7 +89,7 @@ def smem_profile_rows(result) -> list[dict]:
     """ncu's shared-memory wavefronts and bank conflicts per transpose, beside the bank model."""
     rows = []
     for c in result.cases:
-        ncu, m = c.extra.get("ncu"), c.extra.get("model")
+        ncu, m = c.extra.get("ncu"), ladder_model(result, c)
         if not ncu or not m or "smem_load_requests" not in m:
             continue
         rows.append({
@@ -112,7 +112,7 @@ def transpose_global_rows(result) -> list[dict]:
     """Global-side evidence of the transposes: sectors per write request and DRAM bytes, ncu vs model."""
     rows = []
     for c in result.cases:
-        ncu, m = c.extra.get("ncu"), c.extra.get("model")
+        ncu, m = c.extra.get("ncu"), ladder_model(result, c)
         if not ncu or not m:
             continue
         rows.append({"case": c.name,
@@ -127,6 +127,13 @@ def transpose_global_rows(result) -> list[dict]:
                          "ncu L2 busy %": ncu.get("lts__throughput.avg.pct_of_peak_sustained_elapsed")}
                         if (w := ncu.get("lts__t_sectors_srcunit_tex_op_write.sum")) is not None else {})})
     return rows
+
+
+def ladder_model(result, case: Case) -> dict | None:
+    """The sector and bank model of a transpose of the ladder, computed now from its variant and size (a stored
+    run's tables show today's model); None for the copies beside them."""
+    variant = case.params.get("variant")
+    return transpose.transpose_model(variant, result.params["n"]) if variant in {t[0] for t in TRANSPOSES} else None
 
 
 def probe_model(case: Case) -> dict:

@@ -36,6 +36,30 @@ def global_model(read_addrs, read_bytes: int, write_addrs, write_bytes: int) -> 
             "write_sectors_per_request": w.n_sectors, "write_efficiency": w.efficiency}
 
 
+def read_addresses(params: dict):
+    """(warp 0's read addresses, bytes per access) of one of these copies, from its parameters."""
+    if "strides" in params:
+        return memory.warp_addresses("strided", 4, stride=params["strides"]), 4
+    if "offsets" in params:
+        return memory.warp_addresses("unit", 4, offset_bytes=4 * params["offsets"]), 4
+    if params.get("layout") == "aos":
+        return memory.warp_addresses("strided", 4, stride=4), 4    # x of 16-byte particles
+    width = params.get("access_bytes", 4)
+    return memory.warp_addresses("unit", width), width
+
+
+def params_model(params: dict) -> dict:
+    """The sector model of one of these copies (each writes consecutive words of its access width)."""
+    read, width = read_addresses(params)
+    return global_model(read, width, memory.warp_addresses("unit", width), width)
+
+
+def case_model(case) -> dict:
+    """``params_model`` of a measured case, computed now: a table drawn from a stored run shows today's model,
+    not the one the run was measured beside (its ``extra["model"]``)."""
+    return params_model(case.params)
+
+
 def strided_launches(n: int, strides: list[int]) -> list[Launch]:
     """out[i] = in[(i * stride) mod n] for each stride."""
     import cupy
@@ -57,11 +81,10 @@ def strided_launches(n: int, strides: list[int]) -> list[Launch]:
             idx = (cupy.arange(n, dtype=cupy.int64) * s) & (n - 1)
             return check_close(out, a[idx], "CuPy gather a[(i * stride) mod n]", 0.0)
 
-        model = global_model(memory.warp_addresses("strided", 4, stride=s), 4, memory.warp_addresses("unit", 4), 4)
         launches.append(Launch(f"stride {s}", {"strides": s}, "coalescing.strided_copy",
                                lambda args=args: fn(grid, block, args), check, 8.0 * n,
                                launch=kernel_launch_record(grid, block, "coalescing", "strided_copy"),
-                               extra={"model": model}, function="strided_copy"))
+                               extra={"model": params_model({"strides": s})}, function="strided_copy"))
     return launches
 
 
@@ -73,7 +96,6 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
     out = cupy.empty(n, dtype=cupy.float32)
     grid, block = grid_1d(n)
     launches = []
-    unit = memory.warp_addresses("unit", 4)
 
     off_fn = cuda.kernel("coalescing", "offset_copy")
     for k in offsets:
@@ -84,19 +106,15 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
             off_fn(grid, block, args)
             return check_close(out, src[k:k + n], "CuPy slice in[offset:offset + n]", 0.0)
 
-        model = global_model(memory.warp_addresses("unit", 4, offset_bytes=4 * k), 4, unit, 4)
         launches.append(Launch(f"offset {k} ({4 * k} bytes)", {"group": "offset", "offsets": k},
                                "coalescing.offset_copy", lambda args=args: off_fn(grid, block, args), check,
                                8.0 * n, launch=kernel_launch_record(grid, block, "coalescing", "offset_copy"),
-                               extra={"model": model}, function="offset_copy"))
+                               extra={"model": params_model({"offsets": k})}, function="offset_copy"))
 
     particles = cupy.random.random((n, 4), dtype=cupy.float32)     # x, y, z, mass: 16 bytes each
     xs = cupy.ascontiguousarray(particles[:, 0])
-    for kernel, data, label, read in (
-        ("aos_field", particles, "array of structures: x of 16-byte particles",
-         memory.warp_addresses("strided", 4, stride=4)),
-        ("soa_field", xs, "structure of arrays: the x array", unit),
-    ):
+    for kernel, data, label in (("aos_field", particles, "array of structures: x of 16-byte particles"),
+                                ("soa_field", xs, "structure of arrays: the x array")):
         fn = cuda.kernel("coalescing", kernel)
         args = (out, data, cupy.int64(n))
 
@@ -108,7 +126,7 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
         launches.append(Launch(label, {"group": "layout", "layout": kernel[:3]}, f"coalescing.{kernel}",
                                lambda fn=fn, args=args: fn(grid, block, args), check, 8.0 * n,
                                launch=kernel_launch_record(grid, block, "coalescing", kernel),
-                               extra={"model": global_model(read, 4, unit, 4)}, function=kernel))
+                               extra={"model": params_model({"layout": kernel[:3]})}, function=kernel))
 
     a = src[:n]
     for family, kernel, width in (("elementwise", "copy", 4), ("coalescing", "copy_vec2", 8),
@@ -126,11 +144,10 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
             fn(g, b, args)
             return check_close(out, a, "source array", 0.0)
 
-        w = memory.warp_addresses("unit", width)
         launches.append(Launch(f"{width} bytes per thread ({kernel})", {"group": "vector", "access_bytes": width},
                                f"{family}.{kernel}", lambda fn=fn, args=args, g=g, b=b: fn(g, b, args), check,
                                8.0 * n, launch=kernel_launch_record(g, b, family, kernel),
-                               extra={"model": global_model(w, width, w, width)}, function=kernel))
+                               extra={"model": params_model({"access_bytes": width})}, function=kernel))
     return launches
 
 

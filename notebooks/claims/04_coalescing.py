@@ -2,6 +2,7 @@
 and against the live run committed with the notebook."""
 from course_lib.core import hardware
 from course_lib.labs import coalescing as lab
+from course_lib.launch import coalescing as coalescing_launch
 from course_lib.measure import claims
 from course_lib.measure.claims import Analytic, Measured
 from course_lib.models import memory
@@ -119,7 +120,7 @@ CLAIMS = [
              [(16, 16), (0.2499, 0.2501)], unit="%"),
     Analytic("or a dense array of x (4 sectors, 100%)", lambda: efficiency(), (1.0, 1.0), unit="%"),
     Measured("All three are 100% efficient by the sector count", PATTERNS,
-             lambda r: tuple(r.case(n).extra["model"]["read_efficiency"] for n in
+             lambda r: tuple(coalescing_launch.case_model(r.case(n))["read_efficiency"] for n in
                              ("4 bytes per thread (copy)", "8 bytes per thread (copy_vec2)", "16 bytes per thread (copy_vec4)")),
              [(1.0, 1.0)] * 3, unit="%"),
 
