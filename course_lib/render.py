@@ -91,6 +91,9 @@ def render(path: Path, timeout_s: int = TIMEOUT_S):
     import nbformat
     from nbclient import NotebookClient
 
+    import matplotlib.font_manager  # noqa: F401  (builds or repairs matplotlib's font cache here, so that no
+    #                                  kernel prints its notice or a missing font's warning into a cell's output)
+
     nb = nbformat.read(path, as_version=4)
     run = copy.deepcopy(nb.metadata.get("course_run"))
     with _render_environment(path):
