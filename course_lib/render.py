@@ -21,12 +21,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import json
 import os
 import re
 import sys
 from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
+
 from course_lib.core import stored_run
+from course_lib.widgets.base import SAVED_VIEW_CLASS, SAVED_VIEW_NOTE
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -53,10 +58,6 @@ def number_widgets(nb) -> None:
     """Replace the random ids ipywidgets gives its models with ids numbered in a fixed order, in the outputs
     and in the saved widget state alike, so that two renders are byte for byte the same. The order: each
     view in page order, then the models it refers to (``IPY_MODEL_<id>``) as its state names them."""
-    import json
-
-    import nbformat
-
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     order = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells if c.cell_type == "code"
              for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
@@ -79,8 +80,6 @@ def number_widgets(nb) -> None:
 def mark_saved_views(nb) -> None:
     """Write the saved-view note into every calculator's note in the saved widget state: opened without a
     kernel, a calculator says that it answers only once its cell has run (a kernel's copy stays empty)."""
-    from course_lib.widgets.base import SAVED_VIEW_CLASS, SAVED_VIEW_NOTE
-
     for model in nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {}).values():
         if SAVED_VIEW_CLASS in model.get("state", {}).get("_dom_classes", ()):
             model["state"]["value"] = SAVED_VIEW_NOTE
@@ -88,9 +87,6 @@ def mark_saved_views(nb) -> None:
 
 def render(path: Path, timeout_s: int = TIMEOUT_S):
     """The notebook at ``path`` executed in render mode: a new notebook node, ``path`` untouched."""
-    import nbformat
-    from nbclient import NotebookClient
-
     import matplotlib.font_manager  # noqa: F401  (builds or repairs matplotlib's font cache here, so that no
     #                                  kernel prints its notice or a missing font's warning into a cell's output)
 
@@ -178,8 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook")
     parser.add_argument("--check", action="store_true", help="compare with the committed outputs; write nothing")
     args = parser.parse_args(argv)
-    import nbformat
-
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     failed = 0
     for path in paths:

@@ -110,14 +110,14 @@ def stored() -> dict:
 def runs_kernels() -> bool:
     """Whether a kernel exercise's check runs the learner's kernel: live, or rendered from a stored run that
     holds the runs it made (a run made before they were stored answers False; so does replay)."""
-    if runtime.mode() == "render":
+    if rendering():
         return stored().get("values_stored", True)
     return runtime.mode() == "live"
 
 
 def why_kernels_not_run() -> str:
     """The sentence a verdict gives for not running the kernel: no GPU, or a stored run without kernel runs."""
-    if runtime.mode() == "render":
+    if rendering():
         return (f"this page's stored GPU run ({stored().get('executed_at')}) was made before the course stored "
                 "the kernel runs behind each verdict")
     return "no GPU here (replay mode)"

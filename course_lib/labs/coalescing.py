@@ -103,7 +103,7 @@ def global_profile_rows(result) -> list[dict]:
     rows = []
     for c in result.cases:
         ncu, m = c.extra.get("ncu"), coalescing.case_model(c)
-        if not ncu or not m:
+        if not ncu:
             continue
         half = c.bytes / 2
         rows.append({

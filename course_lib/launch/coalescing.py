@@ -81,10 +81,11 @@ def strided_launches(n: int, strides: list[int]) -> list[Launch]:
             idx = (cupy.arange(n, dtype=cupy.int64) * s) & (n - 1)
             return check_close(out, a[idx], "CuPy gather a[(i * stride) mod n]", 0.0)
 
-        launches.append(Launch(f"stride {s}", {"strides": s}, "coalescing.strided_copy",
+        params = {"strides": s}
+        launches.append(Launch(f"stride {s}", params, "coalescing.strided_copy",
                                lambda args=args: fn(grid, block, args), check, 8.0 * n,
                                launch=kernel_launch_record(grid, block, "coalescing", "strided_copy"),
-                               extra={"model": params_model({"strides": s})}, function="strided_copy"))
+                               extra={"model": params_model(params)}, function="strided_copy"))
     return launches
 
 
@@ -106,10 +107,11 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
             off_fn(grid, block, args)
             return check_close(out, src[k:k + n], "CuPy slice in[offset:offset + n]", 0.0)
 
-        launches.append(Launch(f"offset {k} ({4 * k} bytes)", {"group": "offset", "offsets": k},
+        params = {"group": "offset", "offsets": k}
+        launches.append(Launch(f"offset {k} ({4 * k} bytes)", params,
                                "coalescing.offset_copy", lambda args=args: off_fn(grid, block, args), check,
                                8.0 * n, launch=kernel_launch_record(grid, block, "coalescing", "offset_copy"),
-                               extra={"model": params_model({"offsets": k})}, function="offset_copy"))
+                               extra={"model": params_model(params)}, function="offset_copy"))
 
     particles = cupy.random.random((n, 4), dtype=cupy.float32)     # x, y, z, mass: 16 bytes each
     xs = cupy.ascontiguousarray(particles[:, 0])
@@ -123,10 +125,11 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
             fn(grid, block, args)
             return check_close(out, xs, "the particles' x (CuPy)", 0.0)
 
-        launches.append(Launch(label, {"group": "layout", "layout": kernel[:3]}, f"coalescing.{kernel}",
+        params = {"group": "layout", "layout": kernel[:3]}
+        launches.append(Launch(label, params, f"coalescing.{kernel}",
                                lambda fn=fn, args=args: fn(grid, block, args), check, 8.0 * n,
                                launch=kernel_launch_record(grid, block, "coalescing", kernel),
-                               extra={"model": params_model({"layout": kernel[:3]})}, function=kernel))
+                               extra={"model": params_model(params)}, function=kernel))
 
     a = src[:n]
     for family, kernel, width in (("elementwise", "copy", 4), ("coalescing", "copy_vec2", 8),
@@ -144,10 +147,11 @@ def pattern_launches(n: int, offsets: list[int]) -> list[Launch]:
             fn(g, b, args)
             return check_close(out, a, "source array", 0.0)
 
-        launches.append(Launch(f"{width} bytes per thread ({kernel})", {"group": "vector", "access_bytes": width},
+        params = {"group": "vector", "access_bytes": width}
+        launches.append(Launch(f"{width} bytes per thread ({kernel})", params,
                                f"{family}.{kernel}", lambda fn=fn, args=args, g=g, b=b: fn(g, b, args), check,
                                8.0 * n, launch=kernel_launch_record(g, b, family, kernel),
-                               extra={"model": params_model({"access_bytes": width})}, function=kernel))
+                               extra={"model": params_model(params)}, function=kernel))
     return launches
 
 

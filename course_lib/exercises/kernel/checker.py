@@ -43,6 +43,7 @@ from course_lib.core import cuda, stored_run
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
 from course_lib.exercises.kernel.catalog import BankWavefronts, Count, KernelExercise, SectorUse, Traffic, exercise, mnemonic
+from course_lib.exercises.kernel import runner
 from course_lib.exercises.kernel.runner import REFERENCE, cases_address
 from course_lib.measure import profiler, sass
 
@@ -123,8 +124,6 @@ def measured_by(live, source: str, reference_source: str | None = None) -> dict[
     """What a child run's answer was produced from: the kernel's CUDA source (and the reference solution's,
     where it was timed beside it), the cases function that built the inputs and judged the results, and the
     child process's runner. A notebook rendered from its stored run refuses an answer whose inputs changed."""
-    from course_lib.exercises.kernel import runner
-
     return {"kernel source": stored_run.sha16(source), "reference source": stored_run.sha16(reference_source or ""),
             "cases function": stored_run.source_sha16(live), "runner": stored_run.source_sha16(runner)}
 
