@@ -35,8 +35,7 @@
 #ifndef COURSE_ASYNC_COPY_CUH
 #define COURSE_ASYNC_COPY_CUH
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "common.cuh"   // u32, u64
 
 #ifndef ASYNC_WAIT_NS
 #define ASYNC_WAIT_NS 2000000000ull   // 2 s: far longer than any correct wait in the course

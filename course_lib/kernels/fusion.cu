@@ -11,8 +11,7 @@
 
 #define NEG_INF (-__int_as_float(0x7f800000))
 
-typedef unsigned short bf16_raw;
-
+#include "common.cuh"       // bf16_raw, bf16_to_float, float_to_bf16, cluster_rank
 #include "async_copy.cuh"   // smem_u32, and the cp.async copies of prefetch_row
 #include "gelu.cuh"         // gelu_of_half, the separate epilogue pass's GELU
 
@@ -207,11 +206,6 @@ extern "C" __global__ __launch_bounds__(1024) void softmax_one_pass(float* __res
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define CLUSTER_PAIR __cluster_dims__(2, 1, 1)
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
 __device__ __forceinline__ void cluster_barrier() {   // release this block's writes, acquire the peer's
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
@@ -620,14 +614,6 @@ extern "C" __global__ void rmsnorm_normalize(float* __restrict__ out, const floa
 }
 
 // ---------------------------------------------------------------------------------------------- GEMM epilogue
-
-__device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_float((u32)v << 16); }
-
-__device__ __forceinline__ bf16_raw float_to_bf16(float x) {   // round to nearest even
-    unsigned short r;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
-    return r;
-}
 
 // GELU, tanh form, with the hardware tanh: gelu.cuh's fold, of h = x/2 (scaling by 2 is exact, so
 // this is bit for bit the fold written around x).

@@ -85,36 +85,17 @@
 // The tiles, plus room to align them to 1024 bytes (the TMA swizzle's period) and the mbarriers.
 #define TC_SMEM_BYTES (TC_STAGES * (TC_BM * TC_BK + TC_BK * TC_BN) * 2 + 1024 + 64)
 
-typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
-
+#include "common.cuh"       // bf16_raw, bf16_to_float, pack_bf16x2, ldmatrix_x4(_trans), stmatrix_x4
 #include "async_copy.cuh"   // smem_u32_asm, cp.async, and the TMA path's mbarriers, fences and tile loads
 #include "gelu.cuh"         // gelu_of_half, the fused epilogue's GELU
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}
-
 __device__ __forceinline__ void mma_bf16(float* d, const u32* a, u32 b0, u32 b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// Two fp32 -> two bf16 (round to nearest even), lo in the low half.
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
-    u32 r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-__device__ __forceinline__ float bf16_to_float(bf16_raw v) { return __uint_as_float((u32)v << 16); }
 
 // The fused epilogue's GELU of h = x/2 (torch.nn.functional.gelu(approximate="tanh")): gelu.cuh's, with
 // the hardware tanh, whose error (about 2^-11 relative) is below bf16's 2^-8; or, with TC_GELU_TANHF,
@@ -148,13 +129,6 @@ __device__ __forceinline__ void bias_activation(float& x0, float& x1, float2 b) 
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// A warp's four 8x8 bf16 matrices, in the mma accumulator layout (lane l holds the pair at row l / 4,
-// columns 2 (l % 4) and + 1 of each), into shared memory: lane l gives the address of row l % 8 of
-// matrix l / 8. The inverse of ldmatrix.
-__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
-                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
 __device__ __forceinline__ uint4 ld_shared_16(u32 addr) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");

@@ -32,6 +32,7 @@
 // Every mbarrier wait gives up after ASYNC_WAIT_NS with a trap (async_copy.cuh): a wrong parity or
 // byte count fails the launch instead of hanging it.
 
+#include "common.cuh"       // bf16_raw, bf16_lo/hi, ldmatrix_x4, stmatrix_x4, cluster_rank
 #include "async_copy.cuh"
 
 #ifndef HG_RING_STAGES
@@ -336,11 +337,6 @@ extern "C" __global__ __launch_bounds__(384, HG_MIN_BLOCKS_WIDE) void hgemm_5_pe
     }
 }
 
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
 // Every thread of both blocks: nothing after it starts before everything before it, in either block.
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
@@ -409,13 +405,6 @@ hgemm_6_cluster(bf16_raw* __restrict__ C, int M, int N, int K, const u64* __rest
     cluster_sync();   // neither block exits while the other may still write into its slots or barriers
 }
 
-// Four 8x8 matrices of 16-bit values from registers into shared memory: lane l gives the address of
-// row l % 8 of matrix l / 8, and its register i holds its two values of matrix i (the mma fragment:
-// row l / 4, columns 2 (l % 4) and the next).
-__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u32 m3) {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
-                 :: "r"(addr), "r"(m0), "r"(m1), "r"(m2), "r"(m3) : "memory");
-}
 // The 128 threads of consumer warpgroup `consumer` (0 or 1) wait for each other, no one else.
 __device__ __forceinline__ void consumer_sync(int consumer) {
     asm volatile("bar.sync %0, 128;" :: "r"(consumer + 1) : "memory");
@@ -428,14 +417,6 @@ __device__ __forceinline__ void consumer_sync(int consumer) {
 #endif
 constexpr u32 HG_C_BOX_BYTES = HG_C_BOX * HG_C_BOX * 2;
 
-// Four 8x8 matrices of 16-bit values from shared memory into registers, stmatrix_x4's inverse: the
-// same addresses give each lane the same values stmatrix_x4 would have taken from it.
-__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& m0, u32& m1, u32& m2, u32& m3) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(m0), "=r"(m1), "=r"(m2), "=r"(m3) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ float bf16_lo(u32 pair) { return __uint_as_float(pair << 16); }
-__device__ __forceinline__ float bf16_hi(u32 pair) { return __uint_as_float(pair & 0xffff0000u); }
 
 // What rung 7's fused epilogue (HG_EPILOGUE) reads, and where a consumer's 64 x BN tile starts.
 struct EpilogueArgs {

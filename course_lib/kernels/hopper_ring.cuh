@@ -7,6 +7,7 @@
 #ifndef COURSE_HOPPER_RING_CUH
 #define COURSE_HOPPER_RING_CUH
 
+#include "common.cuh"       // bf16_raw, pack_bf16x2
 #include "async_copy.cuh"
 
 #ifndef HG_ELECTED_ARRIVE
@@ -19,8 +20,6 @@
 #define HG_SWIZZLE_DESC 1     // 0: the pitfall: describe the TMA's swizzled tiles as unswizzled
 #endif
 #define HG_BK 64              // K per slot: one 128-byte swizzle row of bf16 per tile row
-
-typedef unsigned short bf16_raw;   // the bit pattern of one bfloat16
 
 #include "wgmma.cuh"
 
@@ -78,12 +77,6 @@ __device__ __forceinline__ void wgmma_slot(float (&d)[BN / 2], u32 a_rows, u32 b
 // ---------------------------------------------------------------------------- shared by the rungs
 
 __device__ __forceinline__ u32 align_1024(u32 addr) { return (addr + 1023u) & ~1023u; }
-
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
-    u32 r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
 
 // One accumulator pair into columns c and c + 1 of a row of C: as bf16 (rounded) or as fp32 (split-K's
 // partial products); one 4- or 8-byte store where the whole tile is inside, else each column guarded.

@@ -7,10 +7,7 @@
 #define HEAD_DIM 128
 #define NEG_INF (-__int_as_float(0x7f800000))
 
-typedef unsigned short bf16_raw;   // a bf16 as its 16 bits
-
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+#include "common.cuh"   // bf16_raw, bf16_lo, bf16_hi
 
 // Round to nearest even. A NaN stays a NaN (adding the rounding bias to one would carry into the sign
 // bit and give -0), so an overflowed softmax shows in the output as what it is.
