@@ -12,6 +12,7 @@ Prose edits keep every output. A new ``NN_name.md`` gets its notebook, with no o
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -26,6 +27,17 @@ COLLAPSED = {"jupyter": {"source_hidden": True, "outputs_hidden": True}}
 # A kernel exercise's cell shows the learner's code; its recorded verdict (which names the defects the
 # starter has) starts collapsed.
 VERDICT_COLLAPSED = {"jupyter": {"outputs_hidden": True}}
+# A cell right after a paragraph that asks for a prediction ("**Predict first.** Before you run the next
+# cell, ...") shows its code; its recorded output, the answer, starts collapsed like a verdict.
+PREDICTION_ANSWER_COLLAPSED = VERDICT_COLLAPSED
+_ASKS_FOR_A_PREDICTION = re.compile(r"^\*\*Predict(?: first| before|\*\* first|\*\* before)")
+
+
+def prediction_answer_cells(cells) -> list:
+    """The code cell right after each paragraph that asks the learner to predict before running it."""
+    return [after for before, after in zip(cells, cells[1:])
+            if before["cell_type"] == "markdown" and after["cell_type"] == "code"
+            and _ASKS_FOR_A_PREDICTION.match("".join(before["source"]).split("\n\n")[-1].lstrip())]
 
 
 def reference_solution_blocks(cells) -> list[list]:
@@ -73,6 +85,8 @@ def text_to_notebook(md: Path) -> list[str]:
     for cell in new.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%cuda_exercise"):
             cell.metadata = nbformat.from_dict(VERDICT_COLLAPSED)
+    for cell in prediction_answer_cells(new.cells):
+        cell.metadata = nbformat.from_dict(PREDICTION_ANSWER_COLLAPSED)
     for block in reference_solution_blocks(new.cells):
         for cell in block:
             cell.metadata = nbformat.from_dict(COLLAPSED)

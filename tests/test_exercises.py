@@ -10,17 +10,32 @@ def test_ridge_check():
     assert not roofline.check_ridge("h100-sxm", "bf16", "lots").correct
 
 
-def test_binding_roof_check():
-    right = {q: roofline.binding_roof(q) for q in roofline.BINDING_QUESTIONS}
-    assert set(right.values()) == {"memory", "compute"}
+def _working(q: "roofline.GemmQuestion", roof: str) -> dict:
+    b = {"bf16": 2, "fp8": 1, "fp32": 4}[q.dtype]
+    flop, moved = 2 * q.m * q.n * q.k, b * (q.m * q.k + q.k * q.n + q.m * q.n)
+    return {"flop": flop, "bytes": moved, "intensity": flop / moved, "roof": roof}
+
+
+def test_binding_roof_check_wants_the_working_not_only_the_label():
+    labels = {q: roofline.binding_roof(q) for q in roofline.BINDING_QUESTIONS}
+    assert list(labels.values()) == ["memory", "compute", "memory", "compute"]   # the datasheets' verdicts
+    right = {q: _working(roofline.BINDING_QUESTIONS[q], labels[q]) for q in labels}
     assert roofline.check_binding_roof(right).correct
-    flipped = {q: {"memory": "compute", "compute": "memory"}[a] for q, a in right.items()}
-    assert not roofline.check_binding_roof(flipped).correct
-    one_wrong = dict(right)
-    q = next(iter(one_wrong))
-    one_wrong[q] = "memory" if right[q] == "compute" else "compute"
-    verdict = roofline.check_binding_roof(one_wrong)
-    assert not verdict.correct and "1 of the" in verdict and q not in verdict   # how many, not which
+    # Labels alone, even the right ones, pass nothing: the check wants F, Q and the intensity too.
+    verdict = roofline.check_binding_roof(labels)
+    assert not verdict.correct and "not answered" in verdict
+    assert not roofline.check_binding_roof({q: {"roof": a} for q, a in labels.items()}).correct
+    # A flipped label behind right numbers is named for that shape only.
+    q = next(iter(right))
+    flipped = right | {q: right[q] | {"roof": "compute"}}
+    verdict = roofline.check_binding_roof(flipped)
+    assert not verdict.correct and verdict.count("roof:") == 1 and q in verdict
+    # The usual slips: C left out of the bytes, fp8 counted at 2 bytes, the intensity of the wrong pair.
+    no_c = right | {q: right[q] | {"bytes": right[q]["bytes"] - 2 * 64 * 4096}}
+    assert "bytes:" in roofline.check_binding_roof(no_c)
+    fp8 = next(k for k, v in roofline.BINDING_QUESTIONS.items() if v.dtype == "fp8")
+    assert "bytes:" in roofline.check_binding_roof(right | {fp8: right[fp8] | {"bytes": 2 * right[fp8]["bytes"]}})
+    assert "intensity:" in roofline.check_binding_roof(right | {q: right[q] | {"intensity": 1 / right[q]["intensity"]}})
     assert not roofline.check_binding_roof({}).correct
     assert not roofline.check_binding_roof("compute").correct
 

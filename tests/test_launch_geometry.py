@@ -142,6 +142,8 @@ def test_calculator_operand_switch_sets_row_major_strides():
 @pytest.mark.parametrize("field, value, message", [
     ("m", 0, "M must be a positive"), ("bk", 0, "BK must be a positive"),
     ("pid", 10_000, "program id must be between"), ("warp", 9, "does not exist"), ("stage", -1, "stage must be"),
+    ("threads", 4096, "at most 1,024 threads"), ("stride_row", -300, "row stride must be a whole number"),
+    ("stride_col", -1, "column stride must be"),
 ])
 def test_calculator_bad_input_shows_a_message(field, value, message):
     c = widgets_threads_warps.launch_geometry_calculator()
@@ -168,10 +170,23 @@ def test_masked_lanes_exercise():
 
 def test_divergence_exercise():
     right = {q: ex.divergence_answer(q) for q in ex.DIVERGENCE_QUESTIONS}
-    assert sorted(right.values()) == [1.0, 1.0, 2.0, 4.0]
+    loop, uniform, partial, data = ex.DIVERGENCE_QUESTIONS
+    assert (right[loop], right[uniform], right[partial]) == (3.0, 1.0, 1.5)
+    assert abs(right[data] - (2 - (63 / 64) ** 32 - (1 / 64) ** 32)) < 1e-12   # 1.396
     assert ex.check_divergence(right).correct
+    assert ex.check_divergence(right | {data: 1.39}).correct       # rounded by hand
     assert not ex.check_divergence({q: 1.0 for q in right}).correct
     assert not ex.check_divergence("2").correct
+    # The wrong readings each question is there to catch: the loop's average lane (1.5) or its total
+    # (0 + 1 + 2 + 3 = 6); a split counted per block, not per warp (2); one path for the rare value (1).
+    for trap in ({loop: 1.5}, {loop: 6}, {uniform: 2}, {partial: 2}, {data: 1.0}, {data: 2.0}):
+        verdict = ex.check_divergence(right | trap)
+        assert not verdict.correct and next(iter(trap)) in verdict
+
+
+def test_the_divergence_questions_are_not_rows_of_the_table_above_them():
+    table = {label for label in lg.DIVERGENCE_MODES}
+    assert not any(label in q for q in ex.DIVERGENCE_QUESTIONS for label in table)
 
 
 def test_the_block_order_figure_counts_the_waves_the_model_predicts(monkeypatch):

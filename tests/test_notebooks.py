@@ -10,7 +10,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from sync_notebooks import COLLAPSED, VERDICT_COLLAPSED, reference_solution_blocks  # noqa: E402
+from sync_notebooks import (  # noqa: E402
+    COLLAPSED,
+    PREDICTION_ANSWER_COLLAPSED,
+    VERDICT_COLLAPSED,
+    prediction_answer_cells,
+    reference_solution_blocks,
+)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -117,3 +123,22 @@ def test_a_kernel_exercise_shows_its_code_and_folds_its_recorded_verdict(path):
     cells = [c for c in code_cells(path) if "".join(c["source"]).startswith("%%cuda_exercise")]
     for c in cells:
         assert c["metadata"].get("jupyter") == VERDICT_COLLAPSED["jupyter"], "run make sync"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_prediction_asked_for_is_not_answered_on_screen(path):
+    """The output right under "Predict first. Before you run the next cell ..." is that prediction's answer:
+    it starts collapsed, so a learner reading the copy with its stored outputs meets the question first."""
+    for c in prediction_answer_cells(json.loads(path.read_text())["cells"]):
+        assert c["metadata"].get("jupyter") == PREDICTION_ANSWER_COLLAPSED["jupyter"], "run make sync"
+
+
+def test_the_prediction_prompts_are_found():
+    def cells(prompt):
+        return [{"cell_type": "markdown", "source": [prompt]}, {"cell_type": "code", "source": ["x"]}]
+    assert prediction_answer_cells(cells("Some text.\n\n**Predict first.** Before you run the next cell, rank"))
+    assert prediction_answer_cells(cells("**Predict** before you run the cell. If time followed bytes"))
+    assert not prediction_answer_cells(cells("**Predict:** three passes against two, so the plans run at 2/3"))
+    assert not prediction_answer_cells(cells("The model predicts first the bytes."))
+    found = [path.name for path in NOTEBOOKS if prediction_answer_cells(json.loads(path.read_text())["cells"])]
+    assert "00_your_gpu.ipynb" in found and "12_transformer_layer.ipynb" in found

@@ -2,6 +2,8 @@
 fixed (N, K) the intensity limit and the number of rows M from which compute binds."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from course_lib.core.hardware import BYTES_PER_ELEMENT, spec
 from course_lib.exercises.base import Verdict, _close
 from course_lib.models import roofline
@@ -20,42 +22,78 @@ def check_ridge(gpu: str, dtype: str, answer) -> Verdict:
     return Verdict(f"Not quite: {answer} is off by more than 2%{hint}. Ridge = peak FLOP/s ÷ bytes/s.", False)
 
 
-def _gemm(m: int, n: int, k: int, dtype: str, gpu: str) -> tuple:
-    return (roofline.gemm_flop(m, n, k), roofline.gemm_compulsory_bytes(m, n, k, BYTES_PER_ELEMENT[dtype]), gpu, dtype)
+@dataclass(frozen=True)
+class GemmQuestion:
+    """C[M, N] = A[M, K] · B[K, N] in ``dtype`` on ``gpu``, each operand read or written once."""
+    m: int
+    n: int
+    k: int
+    dtype: str
+    gpu: str
+
+    @property
+    def flop(self) -> float:
+        return roofline.gemm_flop(self.m, self.n, self.k)
+
+    @property
+    def bytes(self) -> float:
+        return roofline.gemm_compulsory_bytes(self.m, self.n, self.k, BYTES_PER_ELEMENT[self.dtype])
 
 
 # Shapes the notebook neither measures nor prints a verdict for: each is a prediction.
 BINDING_QUESTIONS = {
-    "bf16 GEMM M=64, N=K=4096 on an H200 (a batch of 64 rows through one layer)": _gemm(64, 4096, 4096, "bf16", "h200"),
-    "bf16 GEMM M=512, N=K=4096 on an H200": _gemm(512, 4096, 4096, "bf16", "h200"),
-    "fp8 GEMM M=256, N=K=8192 on a B200": _gemm(256, 8192, 8192, "fp8", "b200"),
-    "fp32 GEMM M=N=K=1024 on an A100, CUDA cores": _gemm(1024, 1024, 1024, "fp32", "a100-sxm"),
+    "bf16 GEMM M=64, N=K=4096 on an H200 (a batch of 64 rows through one layer)": GemmQuestion(64, 4096, 4096, "bf16", "h200"),
+    "bf16 GEMM M=512, N=K=4096 on an H200": GemmQuestion(512, 4096, 4096, "bf16", "h200"),
+    "fp8 GEMM M=256, N=K=8192 on a B200": GemmQuestion(256, 8192, 8192, "fp8", "b200"),
+    "fp32 GEMM M=N=K=1024 on an A100, CUDA cores": GemmQuestion(1024, 1024, 1024, "fp32", "a100-sxm"),
 }
+WORKING = ("flop", "bytes", "intensity", "roof")
+WITHIN = 0.005   # three significant figures: leaving C out of the bytes (1.5% at M = 64) is caught
 
 
 def binding_roof(question: str) -> str:
-    flop, q, gpu, dtype = BINDING_QUESTIONS[question]
-    g = spec(gpu)
-    return roofline.time_lower_bound(flop, q, g.peak(dtype), g.hbm_bandwidth_bytes_per_s).binding_roof
+    q = BINDING_QUESTIONS[question]
+    g = spec(q.gpu)
+    return roofline.time_lower_bound(q.flop, q.bytes, g.peak(q.dtype), g.hbm_bandwidth_bytes_per_s).binding_roof
+
+
+def _working_problems(question: str, got: dict) -> list[str]:
+    """What is off in one shape's working: each number within WITHIN, and the roof only once they are right
+    (a label with no working behind it is not checked, so a label flipped by trial passes nothing)."""
+    q = BINDING_QUESTIONS[question]
+    b = BYTES_PER_ELEMENT[q.dtype]
+    problems = []
+    if not _close(got.get("flop"), q.flop, WITHIN):
+        problems.append("flop: F = 2·M·N·K")
+    if not _close(got.get("bytes"), q.bytes, WITHIN):
+        problems.append(f"bytes: Q = b·(M·K + K·N + M·N) with b = {b} for {q.dtype}")
+    if not _close(got.get("intensity"), q.flop / q.bytes, WITHIN):
+        problems.append("intensity: F / Q")
+    roof = str(got.get("roof", "")).strip().lower()
+    if roof not in ("memory", "compute"):
+        problems.append("roof: 'memory' or 'compute'")
+    elif not problems and roof != binding_roof(question):
+        problems.append(f"roof: compare your intensity with the {q.dtype} ridge of this GPU (the ridge table above)")
+    return problems
 
 
 def check_binding_roof(answers: dict) -> Verdict:
-    """Exercise: for each operation, "memory" or "compute"."""
+    """Exercise: for each operation its FLOPs, its compulsory bytes, its intensity, and which roof binds."""
     if not isinstance(answers, dict):
-        return Verdict("Answer with a dict: {question: 'memory' or 'compute'}.", False)
-    unanswered, wrong = [], 0
+        return Verdict("Answer with a dict: {question: {'flop': ..., 'bytes': ..., 'intensity': ..., "
+                       "'roof': 'memory' or 'compute'}}.", False)
+    wrong = []
     for question in BINDING_QUESTIONS:
-        got = str(answers.get(question, "")).strip().lower()
-        if got not in ("memory", "compute"):
-            unanswered.append(f"{question}: answer 'memory' or 'compute'")
-        elif got != binding_roof(question):
-            wrong += 1
-    if unanswered:
-        return Verdict("Not yet:\n  " + "\n  ".join(unanswered), False)
-    if wrong:   # how many, not which: with two choices, naming them would be the answer
-        return Verdict(f"Not yet: {wrong} of the {len(BINDING_QUESTIONS)} are wrong. For each, compare the "
-                       "operation's intensity (FLOPs over HBM bytes) with the GPU's ridge.", False)
-    return Verdict(f"Correct: all {len(BINDING_QUESTIONS)} classified.", True)
+        got = answers.get(question)
+        if not isinstance(got, dict):
+            wrong.append(f"{question}: not answered (a dict of {', '.join(WORKING)})")
+            continue
+        problems = _working_problems(question, got)
+        if problems:
+            wrong.append(f"{question}: " + "; ".join(problems))
+    if wrong:
+        return Verdict("Not yet:\n  " + "\n  ".join(wrong), False)
+    return Verdict(f"Correct: all {len(BINDING_QUESTIONS)} worked out and classified.", True)
 
 
 def check_crossover(gpu: str, dtype: str, answer) -> Verdict:

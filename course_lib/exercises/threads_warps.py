@@ -1,6 +1,9 @@
 """Notebook 02's exercise checks: which block owns a tile, which lanes a mask drops, what divergence costs."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from course_lib.exercises.base import Verdict
 from course_lib.models import launch_geometry as lg
 
@@ -64,17 +67,50 @@ def check_masked_lanes(answer) -> Verdict:
                    "below K = 300, then which of its 32 columns n0 + j are below N = 700.", False)
 
 
-DIVERGENCE_QUESTIONS = {
-    "if (lane < 8) A(); else B();": lambda lane, warp: 0 if lane < 8 else 1,
-    "if (warp % 3 == 0) A(); else B();": lambda lane, warp: 0 if warp % 3 == 0 else 1,
-    "switch (lane / 8) { four different paths }": lambda lane, warp: lane // 8,
-    "if (lane == 0) A();  (the other lanes do nothing)": lambda lane, warp: 0 if lane == 0 else None,
+@dataclass(frozen=True)
+class BranchQuestion:
+    """A branch of exercise 3: the passes each thread needs (a path and which time it runs it), in blocks
+    of ``block_threads``; or, for a branch on random data, the chance ``p_path1`` that a lane takes path 1."""
+    block_threads: int
+    passes: Callable[[int], set] | None
+    p_path1: float | None = None
+
+
+# None of these is a row of the notebook's divergence table: each needs the idea, not the table.
+DIVERGENCE_QUESTIONS: dict[str, BranchQuestion] = {
+    "for (int i = 0; i < lane % 4; ++i) A();   (256-thread blocks)":
+        BranchQuestion(256, lambda t: {("A", i) for i in range(t % lg.WARP_SIZE % 4)}),
+    "if (threadIdx.x % 64 < 32) A(); else B();   (256-thread blocks)":
+        BranchQuestion(256, lambda t: {("A" if t % 64 < 32 else "B", 0)}),
+    "if (threadIdx.x < 48) A(); else B();   (64-thread blocks)":
+        BranchQuestion(64, lambda t: {("A" if t < 48 else "B", 0)}),
+    "if (x[i] == 0) A(); else B();   (each x[i] is 0 with chance 1/64, independently)":
+        BranchQuestion(256, None, p_path1=1 / 64),
+}
+
+_DIVERGENCE_HINTS = {
+    "for": "a warp issues the loop's body until its last lane is done",
+    "if (threadIdx.x % 64": "which threads share a warp? (warp = threadIdx.x / 32)",
+    "if (threadIdx.x < 48": "take each warp of the block on its own, then average over the block",
+    "if (x[i]": "a warp runs both paths when any two of its 32 lanes disagree: 1 + the chance that they do",
 }
 
 
+def passes_per_warp(question: BranchQuestion, warp: int) -> float:
+    """The passes warp ``warp`` issues, one after another: every pass any of its lanes needs (expected,
+    for a branch on random data)."""
+    if question.passes is None:
+        return lg.paths_per_warp(lg.DivergenceMode(-1, "random data", None, p_path1=question.p_path1), warp)
+    lanes = range(warp * lg.WARP_SIZE, min((warp + 1) * lg.WARP_SIZE, question.block_threads))
+    return float(len(set().union(*(question.passes(t) for t in lanes))))
+
+
 def divergence_answer(question: str) -> float:
-    mode = lg.DivergenceMode(-1, question, DIVERGENCE_QUESTIONS[question])
-    return lg.divergence_factor(mode, 96)
+    """Time relative to every lane running one path once, the SM busy issuing: passes per warp, averaged
+    over the warps of a block."""
+    q = DIVERGENCE_QUESTIONS[question]
+    warps = -(-q.block_threads // lg.WARP_SIZE)
+    return sum(passes_per_warp(q, w) for w in range(warps)) / warps
 
 
 def check_divergence(answers) -> Verdict:
@@ -90,8 +126,11 @@ def check_divergence(answers) -> Verdict:
             ok = abs(float(got) - want) <= 0.02 * want
         except (TypeError, ValueError):
             ok = False
-        if not ok:
-            wrong.append(f"{q}: count the distinct paths each warp must run")
+        if got is None:
+            wrong.append(f"{q}: not answered")
+        elif not ok:
+            hint = next(h for start, h in _DIVERGENCE_HINTS.items() if q.startswith(start))
+            wrong.append(f"{q}: {hint}")
     if wrong:
         return Verdict("Not yet:\n  " + "\n  ".join(wrong), False)
     return Verdict(f"Correct: all {len(DIVERGENCE_QUESTIONS)} predicted.", True)

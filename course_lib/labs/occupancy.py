@@ -397,7 +397,7 @@ def course_kernel_rows(b: occ.SmBudget) -> list[dict]:
             contract, recorded = contract_block_threads(family, kernel), recorded_launch(family, kernel)
             threads = contract or (recorded[0] if recorded else None)
             dynamic = recorded[1] if recorded and (contract is None or contract == recorded[0]) else 0
-            source = ("contract" if contract else "recorded launch" if recorded else "256 (contract is symbolic)")
+            source = ("contract" if contract else "recorded launch" if recorded else "256 (no launch recorded)")
             try:
                 r, res = kernel_residency(family, kernel, b, threads, dynamic)
             except (ValueError, cuda.CompileError) as exc:

@@ -18,6 +18,7 @@ from course_lib.core.validate import whole_number, whole_numbers
 
 WARP_SIZE = 32
 SECTOR_BYTES = 32
+MAX_THREADS_PER_BLOCK = 1024   # the CUDA limit on blockDim.x * blockDim.y * blockDim.z
 
 
 def cdiv(a: int, b: int) -> int:
@@ -163,9 +164,15 @@ def tile_load_trace(rows: int, cols: int, tile_rows: int, tile_cols: int, row0: 
     """
     whole_numbers(rows=rows, cols=cols, tile_rows=tile_rows, tile_cols=tile_cols, threads_per_block=threads_per_block,
               element_bytes=element_bytes)
-    for name, v in (("row0", row0), ("col0", col0), ("warp", warp), ("pass", pass_index)):
+    for name, v in (("row0", row0), ("col0", col0), ("warp", warp), ("pass", pass_index),
+                    ("row stride", stride_row), ("column stride", stride_col)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            # Strides too: the offsets are counted from the operand's first element, at address 0, and a
+            # negative stride would put elements before it (0 is a broadcast, and legal).
             raise ValueError(f"{name} must be a whole number >= 0, got {v!r}")
+    if threads_per_block > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"a block holds at most {MAX_THREADS_PER_BLOCK:,} threads on every GPU since compute "
+                         f"capability 2.0; a launch of {threads_per_block:,} fails (cudaErrorInvalidConfiguration)")
     warps = cdiv(threads_per_block, WARP_SIZE)
     if warp >= warps:
         raise ValueError(f"a block of {threads_per_block} threads has warps 0..{warps - 1}; warp {warp} does not exist")
