@@ -166,9 +166,13 @@ def test_live_result_without_profile_falls_back_to_the_recording(results):
 def test_check_sectors():
     right = {q: coalescing_checks.sectors_of(q) for q in coalescing_checks.SECTOR_QUESTIONS}
     assert coalescing_checks.check_sectors(right).correct
-    assert sorted(right.values()) == [1, 2, 4, 5, 8, 16, 32]
-    wrong = dict(right, **{"fp32, stride 2": 4})
-    assert not coalescing_checks.check_sectors(wrong).correct and "fp32, stride 2" in coalescing_checks.check_sectors(wrong)
+    # by hand: bytes 28..155 span sectors 0-4; bf16 at stride 3 spans bytes 0..187; float2 at stride 2 puts two
+    # lanes in each sector; fp32 at stride 6 puts lanes 24 bytes apart, 3 sectors per 4 lanes; 16 lanes from
+    # byte 16 span bytes 16..79; a shuffled warp still covers one 128-byte block; 8 lanes fill one sector
+    assert list(right.values()) == [5, 6, 16, 24, 3, 4, 1]
+    wrong = dict(right, **{"fp32, stride 6": 32})   # "each lane its own sector", the rule for strides of 8 or more
+    verdict = coalescing_checks.check_sectors(wrong)
+    assert not verdict.correct and "fp32, stride 6" in verdict
     assert not coalescing_checks.check_sectors({}).correct
     assert not coalescing_checks.check_sectors(8).correct
 

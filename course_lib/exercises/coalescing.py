@@ -27,13 +27,18 @@ from course_lib.exercises.kernel import cases
 from course_lib.launch.exercise_kernels import strip_comments
 from course_lib.models import memory
 
+# None of these is printed on the page (its worked cases are fp32 aligned, 4 bytes late, stride 2, bf16,
+# float4 and strides of 8 or more): each needs the byte ranges worked out.
 SECTOR_QUESTIONS = {
-    "fp32, unit stride, aligned": dict(pattern="unit", element_bytes=4),
-    "fp32, unit stride, starting 4 bytes past a sector boundary": dict(pattern="unit", element_bytes=4, offset_bytes=4),
-    "fp32, stride 2": dict(pattern="strided", element_bytes=4, stride=2),
-    "bf16 (2 B), unit stride, aligned": dict(pattern="unit", element_bytes=2),
-    "float4 (16 B), unit stride, aligned": dict(pattern="unit", element_bytes=16),
-    "fp32, stride 4096 (a column of a 4096-wide matrix)": dict(pattern="strided", element_bytes=4, stride=4096),
+    "fp32, unit stride, starting 28 bytes past a sector boundary": dict(pattern="unit", element_bytes=4,
+                                                                        offset_bytes=28),
+    "bf16 (2 B), stride 3": dict(pattern="strided", element_bytes=2, stride=3),
+    "float2 (8 B), stride 2": dict(pattern="strided", element_bytes=8, stride=2),
+    "fp32, stride 6": dict(pattern="strided", element_bytes=4, stride=6),
+    "fp32, unit stride, only the first 16 lanes active, starting 16 bytes into a sector":
+        dict(pattern="unit", element_bytes=4, offset_bytes=16, active_lanes=16),
+    "fp32, the 32 elements of one aligned 128-byte block, lanes in a shuffled order":
+        dict(pattern="permuted", element_bytes=4),
     "fp32, unit stride, only 8 lanes active": dict(pattern="unit", element_bytes=4, active_lanes=8),
 }
 
