@@ -180,8 +180,14 @@ def test_check_sectors():
 def test_check_wavefronts():
     right = {q: shared_memory_checks.wavefronts_of(q) for q in shared_memory_checks.BANK_QUESTIONS}
     assert shared_memory_checks.check_wavefronts(right).correct
-    assert right["8 B, a row (consecutive doubles)"] == 2 and right["4 B, a column of a 32 x 48 tile"] == 16
-    assert not shared_memory_checks.check_wavefronts(dict(right, **{"4 B, a column of a 32 x 32 tile": 1})).correct
+    # by hand: pitch 40 puts lanes 4 apart in one bank (8-way), pitch 48 lanes 2 apart (16-way); word 6i meets
+    # word 6(i + 16) in one bank; doubles 3i fill a half-warp's 32 banks once; at pitch 34 doubles lanes 8 apart
+    # share a bank pair (2 per half-warp); float4 3i fill a quarter-warp's 32 banks once; float4 at pitch 34
+    # put lanes 4 apart in one bank group (2 per quarter-warp); lanes 4 apart sharing merge no phases
+    assert list(right.values()) == [8, 16, 2, 2, 4, 4, 8, 4]
+    wrong = dict(right, **{"16 B, lanes 4 apart share (lane i reads float4 i % 4)": 2})   # merged, as n ^ 1 or n ^ 2 are
+    verdict = shared_memory_checks.check_wavefronts(wrong)
+    assert not verdict.correct and "lanes 4 apart" in verdict
 
 
 SCALE = r'''

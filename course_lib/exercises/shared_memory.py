@@ -25,14 +25,18 @@ from course_lib.exercises.kernel import cases
 from course_lib.launch.exercise_kernels import numeric_defines, strip_comments
 from course_lib.models import memory
 
+# None of these is printed on the page (the calculator's first cell and the two probe tables show the row,
+# the column at pitch 32, 33 and 34, broadcasts, 8-byte rows, columns and stride 2, and the 16-byte row,
+# stride 2, columns and sharing groups): each needs the bank rules worked through.
 BANK_QUESTIONS = {
-    "4 B, a row of a 32 x 32 tile": dict(pattern="row", access_bytes=4),
-    "4 B, a column of a 32 x 32 tile": dict(pattern="column", access_bytes=4, pitch=32),
-    "4 B, a column of a 32 x 33 (padded) tile": dict(pattern="column", access_bytes=4, pitch=33),
+    "4 B, a column of a 32 x 40 tile": dict(pattern="column", access_bytes=4, pitch=40),
     "4 B, a column of a 32 x 48 tile": dict(pattern="column", access_bytes=4, pitch=48),
-    "4 B, every lane reads the same word": dict(pattern="broadcast", access_bytes=4),
-    "8 B, a row (consecutive doubles)": dict(pattern="row", access_bytes=8),
-    "8 B, a column of a 32 x 32 tile of doubles": dict(pattern="column", access_bytes=8, pitch=32),
+    "4 B, stride 6 (lane i reads word 6 i)": dict(pattern="strided", access_bytes=4, stride=6),
+    "8 B, stride 3 (lane i reads double 3 i)": dict(pattern="strided", access_bytes=8, stride=3),
+    "8 B, a column of a 32 x 34 tile of doubles": dict(pattern="column", access_bytes=8, pitch=34),
+    "16 B, stride 3 (lane i reads float4 3 i)": dict(pattern="strided", access_bytes=16, stride=3),
+    "16 B, a column of a tile of float4 at pitch 34": dict(pattern="column", access_bytes=16, pitch=34),
+    "16 B, lanes 4 apart share (lane i reads float4 i % 4)": dict(pattern="repeating", access_bytes=16, stride=4),
 }
 
 

@@ -156,7 +156,31 @@ CLAIMS = [
                         max(global_row(r, n)["ncu L2 busy %"] for n in FOUR_ROWS + EIGHT_ROWS),
                         r.case("naive (no shared memory)").median_s / r.case(PADDED).median_s),
              [(86, 88), (78, 90), (78, 90), (5.8, 7.0)], unit="%", belongs_to="NVIDIA H200"),
+    Measured("the naive kernel makes about 67 M write requests of one sector each, the tiles about 2.1 M of four "
+             "sectors each", LADDER,
+             lambda r: (l2_write_requests(r, "naive (no shared memory)") / 1e6,
+                        global_row(r, "naive (no shared memory)")["ncu L2 write sectors/request"],
+                        *(l2_write_requests(r, n) / 1e6 for n in FOUR_ROWS + EIGHT_ROWS),
+                        *(global_row(r, n)["ncu L2 write sectors/request"] for n in FOUR_ROWS + EIGHT_ROWS)),
+             [(66.5, 67.5), (1, 1.01)] + [(2.05, 2.15)] * len(FOUR_ROWS + EIGHT_ROWS)
+             + [(3.99, 4.01)] * len(FOUR_ROWS + EIGHT_ROWS), unit=" M"),
+    Measured("on the H200 the naive kernel's come at about 69 G requests per second", LADDER,
+             lambda r: l2_write_requests(r, "naive (no shared memory)") / r.case("naive (no shared memory)").median_s
+             / 1e9, (66, 72), unit=" G/s", belongs_to="NVIDIA H200"),
+    Measured("the naive kernel reads about a fifth more from DRAM than the matrix holds, where the tiles read about "
+             "the matrix", LADDER,
+             lambda r: (global_row(r, "naive (no shared memory)")["ncu DRAM read MB"]
+                        / global_row(r, "naive (no shared memory)")["matrix MB"],
+                        *(global_row(r, n)["ncu DRAM read MB"] / global_row(r, n)["matrix MB"]
+                          for n in FOUR_ROWS + EIGHT_ROWS)),
+             [(1.12, 1.3)] + [(0.95, 1.05)] * len(FOUR_ROWS + EIGHT_ROWS), unit="×"),
 ]
+
+
+def l2_write_requests(r, name: str) -> float:
+    """L2 write requests of one transpose: its write sectors over its sectors per request."""
+    row = global_row(r, name)
+    return row["ncu L2 write MB (sectors × 32 B)"] * 1e6 / 32 / row["ncu L2 write sectors/request"]
 
 
 def global_row(r, name: str) -> dict:
