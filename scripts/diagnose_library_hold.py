@@ -2,12 +2,18 @@
 compiled call against the old harness's fixed hold (twice the fastest of three warm-up enqueues + 20 µs),
 with and without the PyTorch profiler run first. Run on a GPU: python scripts/diagnose_library_hold.py
 (writes diag.json under $OUT or /tmp). Notebook 08 quotes its 2026-12-02 H200 run."""
-import json, os, statistics, time
-import cupy, torch
-from course_lib.labs import fusion as lf
-from course_lib.launch.fusion import affine_op
+import json
+import os
+import statistics
+import time
+
+import cupy
+import torch
+
 from course_lib.core import timing
 from course_lib.core.gpu_monitor import GpuMonitor
+from course_lib.labs import fusion as lf
+from course_lib.launch.fusion import affine_op
 from course_lib.measure.profiler import kernels_launched
 
 out = {}
@@ -20,7 +26,9 @@ print("monitor", m.summary())
 def enqueue_stats(fn, n=50):
     e = []
     for _ in range(n):
-        t0 = time.perf_counter(); fn(); e.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fn()
+        e.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
     return {"min_us": min(e) * 1e6, "median_us": statistics.median(e) * 1e6, "max_us": max(e) * 1e6}
 
@@ -30,14 +38,18 @@ def fixed_hold(fn, samples=20):
     spin, a, b = timing.GpuHold(), cupy.cuda.Event(), cupy.cuda.Event()
     s, late = [], 0
     for _ in range(samples):
-        t, l = timing._held_sample(fn, 1, spin, hold, a, b)
-        s.append(t); late += l
+        t, was_late = timing._held_sample(fn, 1, spin, hold, a, b)
+        s.append(t)
+        late += was_late
     return {"median_us": statistics.median(s) * 1e6, "late": late, "hold_us": hold * 1e6}
 
 for k in (8, 16, 32):
     ops = [affine_op(i, 4) for i in range(k)]
     compiled, why = lf._compiled(lf.torch_chain(ops), tx)
-    fn = lambda: compiled(tx)
+
+    def fn():
+        return compiled(tx)
+
     r = {"enqueue_fresh": enqueue_stats(fn), "old_harness_fresh": fixed_hold(fn)}
     t = timing.benchmark(fn, 20, reference=True)
     r["new_harness_fresh"] = {"median_us": t.median_s * 1e6, "late": t.late_samples,

@@ -299,7 +299,7 @@ def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_incl
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
-    assert not missing.correct and "async_copy.cuh, gelu.cuh, hopper_ring.cuh, l2_hints.cuh, online_softmax.cuh, wgmma.cuh" in missing
+    assert not missing.correct and "async_copy.cuh, common.cuh, gelu.cuh, hopper_ring.cuh, l2_hints.cuh, online_softmax.cuh, wgmma.cuh" in missing
     unreleased = catalog.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
     assert "no slot released" in ke.check("warp_specialized", unreleased)
 

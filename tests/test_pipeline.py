@@ -27,9 +27,10 @@ def test_serial_is_n_times_the_whole_step():
     assert with_latency.serial_s == 4 * (2.5 + 3 + 1)        # synchronous code waits out the whole latency
 
 
-@pytest.mark.parametrize("l, c, s, latency", [(2.0, 3.0, 1.0, None), (1.0, 1.0, 1.0, None), (1.0, 2.0, 0.5, 4.0)])
-def test_one_stage_is_the_serial_loop(l, c, s, latency):
-    sched = pipeline.schedule_times(l, c, s, 7, 1, latency)
+@pytest.mark.parametrize("load_s, compute_s, store_s, latency",
+                         [(2.0, 3.0, 1.0, None), (1.0, 1.0, 1.0, None), (1.0, 2.0, 0.5, 4.0)])
+def test_one_stage_is_the_serial_loop(load_s, compute_s, store_s, latency):
+    sched = pipeline.schedule_times(load_s, compute_s, store_s, 7, 1, latency)
     assert sched.pipelined == sched.serial
     assert sched.pipelined_s == sched.predicted_s == sched.serial_s and sched.speedup == 1
 
@@ -71,9 +72,9 @@ GRID = list(itertools.product((0.5, 1.0, 3.0), (0.5, 1.0, 3.0), (0.5, 2.0), (0.0
 def test_pipelined_lies_between_its_bounds_and_meets_them_when_covered():
     covered = 0
     for case in GRID:
-        l, c, s, extra, n, stages = case
-        sched = pipeline.schedule_times(l, c, s, n, stages, latency_s=l + extra)
-        floor = sched.latency_s + c + s + (n - 1) * max(l, c, s)
+        load_s, compute_s, store_s, extra, n, stages = case
+        sched = pipeline.schedule_times(load_s, compute_s, store_s, n, stages, latency_s=load_s + extra)
+        floor = sched.latency_s + compute_s + store_s + (n - 1) * max(load_s, compute_s, store_s)
         assert floor - 1e-9 <= sched.pipelined_s <= sched.predicted_s + 1e-9, case
         if sched.covered:
             covered += 1
@@ -83,7 +84,7 @@ def test_pipelined_lies_between_its_bounds_and_meets_them_when_covered():
             spans = times(sched.pipelined, unit)
             assert len(spans) == n and all(b[0] >= a[0] for a, b in zip(spans, spans[1:])), case
         loads, computes, stores = (times(sched.pipelined, u) for u in pipeline.UNITS)
-        assert all(b[0] >= a[0] + l - 1e-12 for a, b in zip(loads, loads[1:])), case          # one transfer at a time
+        assert all(b[0] >= a[0] + load_s - 1e-12 for a, b in zip(loads, loads[1:])), case     # one transfer at a time
         assert all(b[0] >= a[1] - 1e-12 for a, b in zip(computes, computes[1:])), case
         assert all(comp[0] >= load[1] - 1e-12 for load, comp in zip(loads, computes)), case   # math after landing
         assert all(st[0] >= comp[1] - 1e-12 for comp, st in zip(computes, stores)), case
@@ -92,9 +93,10 @@ def test_pipelined_lies_between_its_bounds_and_meets_them_when_covered():
 
 
 def test_without_extra_latency_two_stages_always_cover():
-    for l, c, s in itertools.product((0.5, 1.0, 3.0), repeat=3):
-        sched = pipeline.schedule_times(l, c, s, 10, 2)
-        assert sched.covered and sched.pipelined_s == pytest.approx(l + c + s + 9 * max(l, c, s), rel=1e-12)
+    for load_s, compute_s, store_s in itertools.product((0.5, 1.0, 3.0), repeat=3):
+        sched = pipeline.schedule_times(load_s, compute_s, store_s, 10, 2)
+        assert sched.covered and sched.pipelined_s == pytest.approx(
+            load_s + compute_s + store_s + 9 * max(load_s, compute_s, store_s), rel=1e-12)
 
 
 def test_speedup_approaches_its_bound_with_many_iterations():

@@ -2,7 +2,9 @@
 ``%%cuda_exercise mystery_rms_norm`` (``kernel_exercises``)."""
 from __future__ import annotations
 
+from course_lib.core import stored_run
 from course_lib.exercises.base import Verdict, _close
+from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE
 from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.exercises.kernel.checker import MODEL_NOTE
 from course_lib.labs.failure_lab import evidence
@@ -209,9 +211,6 @@ def publish_gate(verdict, result) -> list[dict]:
     (passes, fails, or not measured) and the evidence for it. ``verdict`` is what
     ``kernel_exercises.check("mystery_rms_norm", source, sanitize=True)`` returned (the verdict's text); ``result`` is
     ``failures.mystery`` (its copy kernel gives the bandwidth for the bound)."""
-    from course_lib.core import stored_run
-    from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE
-
     text = str(verdict)
     lines = text.splitlines()
     ran = not any(ln.startswith("Not run") for ln in lines) and stored_run.runs_kernels()

@@ -38,7 +38,10 @@ class Table:
 
     def __repr__(self) -> str:
         widths = [max(len(c), *(len(_cell(r.get(c))) for r in self.rows)) for c in self.columns]
-        line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))
+
+        def line(vals) -> str:
+            return "  ".join(v.rjust(w) for v, w in zip(vals, widths))
+
         out = [self.caption, line(self.columns)]
         out += [line([html.unescape(_cell(r.get(c))) for c in self.columns]) for r in self.rows]
         return "\n".join(out)

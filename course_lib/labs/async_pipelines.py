@@ -190,8 +190,9 @@ def streaming(elements: int, sync_blocks: list[int], stages: list[int], async_bl
     copy_grid, copy_block = elementwise_launch("copy_vec4", elements)
     calls, checks = [lambda: copy_fn(copy_grid, copy_block, (out, x, np.int64(elements)))], []
     for v in variants:
-        call = (lambda v=v: run_stream(v["kernel"], x, partial[:v["blocks_per_sm"] * sms], v["blocks_per_sm"] * sms,
-                                       v["stages"] or 1))
+        def call(v=v):
+            return run_stream(v["kernel"], x, partial[:v["blocks_per_sm"] * sms], v["blocks_per_sm"] * sms,
+                              v["stages"] or 1)
         partial.fill(np.nan)
         call()
         checks.append(sum_squares_check(partial[:v["blocks_per_sm"] * sms], want))
@@ -275,7 +276,8 @@ def gemm_stages(n: int, stages: list[int], samples: int, profiled: list[list]) -
         for held in sorted({natural, 1}, reverse=True):
             request = smem if held == natural else one_block_smem(info)
             for engine in engines:
-                call = (lambda fn=fn, d=variant.defines, e=engine, r=request: run_bf16(a, b, c, fn, d, e, smem_bytes=r))
+                def call(fn=fn, d=variant.defines, e=engine, r=request):
+                    return run_bf16(a, b, c, fn, d, e, smem_bytes=r)
                 c.fill(0xFFFF)
                 call()
                 checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
@@ -358,9 +360,9 @@ def timeline(stages: list[int], work: int, traced_blocks: int, samples: int) -> 
     plans, checks = [], []
     for s, late in [(1, True)] + [(s, False) for s in stages]:
         for traced in (False, True):
-            call = (lambda s=s, tr=traced, late=late: run_specialized(
-                x, partial, s, work, trace if tr else None, header if tr else None, traced_blocks,
-                release_after_math=late))
+            def call(s=s, tr=traced, late=late):
+                return run_specialized(x, partial, s, work, trace if tr else None, header if tr else None,
+                                       traced_blocks, release_after_math=late)
             partial.fill(np.nan)
             call()
             checks.append(sum_squares_check(partial, want))

@@ -11,6 +11,7 @@ host-timer reading of the mystery that a colleague might have reported.
 from __future__ import annotations
 
 from course_lib.core import cuda
+from course_lib.core.hardware import gpu_spec
 from course_lib.core.timing import benchmark, host_timed
 from course_lib.launch.elementwise import geometry as elementwise_launch
 from course_lib.launch.exercise_kernels import MYSTERY_RMS_NORM, MYSTERY_THREADS, TRANSPOSE_TILE, rows_per_block
@@ -370,8 +371,6 @@ def _race_unseen(record: dict, shown, other) -> str:
 
 
 def _datasheet_share(record: dict, shown, other) -> str:
-    from course_lib.core.hardware import gpu_spec
-
     peak = gpu_spec(record["machine"]["gpu"]).hbm_bandwidth_bytes_per_s
     got = shown.bytes / shown.median_s
     return (f"{got / 1e12:.2f} TB/s against the datasheet's {peak / 1e12:.1f} TB/s: "
@@ -416,8 +415,6 @@ def _clock(record: dict, shown, other) -> str:
 
 
 def _wrong_level(record: dict, shown, other) -> str:
-    from course_lib.core.hardware import gpu_spec
-
     peak = gpu_spec(record["machine"]["gpu"]).hbm_bandwidth_bytes_per_s
     got = shown.bytes / shown.median_s
     return (f"its {shown.bytes / 1e6:,.0f} MB over its median is {got / 1e12:.1f} TB/s, {got / peak:.1f}× the HBM "

@@ -760,9 +760,10 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
         scale = 1.0 / math.sqrt(head_dim)
 
         def naive():
-            return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v
+            return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1) @ v  # noqa: F821 (see the del)
 
-        plans = {NAIVE_ATTENTION: naive, SDPA: lambda: F.scaled_dot_product_attention(q, k, v)}
+        plans = {NAIVE_ATTENTION: naive,
+                 SDPA: lambda: F.scaled_dot_product_attention(q, k, v)}  # noqa: F821 (see the del)
         ref = cupy.asarray(F.scaled_dot_product_attention(q.float(), k.float(), v.float()))
         checks = {p: check_close(cupy.asarray(fn().float()), ref, "fp32 scaled_dot_product_attention", 2.0 ** -5)
                   for p, fn in plans.items()}
@@ -774,7 +775,7 @@ def attention(seq_lens: list[int], batch: int, heads: int, head_dim: int, sample
             cases.append(require_passed(Case(
                 f"N={s}: {plan.label}", {"seq_len": s, "plan": plan.label}, plan.label, t, flop, predicted,
                 checks[plan], extra={"kernels": {"count": len(kernels[plan]), "names": kernels[plan]}})))
-        del q, k, v
+        del q, k, v   # after every call of the closures over them (ruff's F821 cannot tell)
         torch.cuda.empty_cache()
     return cases
 

@@ -81,7 +81,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
         ref = cupy.asarray(torch.mm(ta.double(), tb.double()))
         tol = fp32_tolerance(n)
         check = check_close(cupy.asarray(torch.mm(ta, tb)), ref, "float64 matmul (cuBLAS dgemm)", tol)
-        t = benchmark(lambda: torch.mm(ta, tb), samples, warmup=warmup, reference=True)
+        t = benchmark(lambda: torch.mm(ta, tb), samples, warmup=warmup, reference=True)  # noqa: F821 (see the del)
         skipped = []
         for kernel in kernels:
             fn = cuda.kernel(FP32, kernel)
@@ -93,12 +93,13 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
             c.fill(float("nan"))
             run_fp32(kernel, a, b, c, fn)
             kcheck = check_close(c, ref, "float64 matmul (cuBLAS dgemm)", tol)
-            once = _one_call_s(lambda: run_fp32(kernel, a, b, c, fn))
+            once = _one_call_s(lambda: run_fp32(kernel, a, b, c, fn))  # noqa: F821 (see the del)
             last[kernel] = (n, once)
             if once * (samples + warmup) > case_budget_s:
                 skipped.append(kernel)
                 continue
-            timing = benchmark(lambda: run_fp32(kernel, a, b, c, fn), samples, warmup=warmup)
+            timing = benchmark(lambda: run_fp32(kernel, a, b, c, fn),  # noqa: F821 (see the del)
+                               samples, warmup=warmup)
             last[kernel] = (n, timing.median_s)
             grid, block = fp32_geometry(kernel, n, n)
             cases.append(require_passed(Case(
@@ -109,7 +110,7 @@ def fp32_ladder(sizes: list[int], kernels: list[str], samples: int, case_budget_
             2.0 * n ** 3, 4.0 * 3 * n * n, check,
             extra={"kernels": mm_kernels(ta, tb), "not_measured": skipped,
                    "why_not_measured": f"predicted {samples + warmup} calls > {case_budget_s} s budget per case"})))
-        del a, b, c, ta, tb, ref
+        del a, b, c, ta, tb, ref   # after every call of the closures over them (ruff's F821 cannot tell)
     return cases
 
 
@@ -141,7 +142,8 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
             got = bf16_bits_to_float32(c)
             err64 = float(cupy.abs(got.astype(cupy.float64) - cupy.asarray(exact)).max())
             checks[engine] = (check_close(got, ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()), err64)
-        calls = [lambda: torch.mm(ta, tb)] + [lambda e=e: run_bf16(a, b, c, fn, copies=e) for e in engines]
+        calls = [lambda: torch.mm(ta, tb)]  # noqa: F821 (see the del)
+        calls += [lambda e=e: run_bf16(a, b, c, fn, copies=e) for e in engines]  # noqa: F821 (see the del)
         # Each timed call is held (timing.benchmark_interleaved): no host-side launch time (torch's
         # dispatch, the tensor-map lookup) is timed.
         t_lib, *t_engines = benchmark_interleaved(calls, samples, references=[0])
@@ -158,7 +160,7 @@ def bf16_mma(sizes: list[int], samples: int) -> list[Case]:
                 t, flop, nbytes, check, kernel_launch_record(grid, block, BF16, "bf16_gemm_mma", smem),
                 extra={"max_abs_err_vs_float64": err64, "defines": macro_defaults(BF16), "copies": engine,
                        "timing": "interleaved call by call with cuBLAS and the other copy engine"})))
-        del a, b, c, ta, tb, lib, exact
+        del a, b, c, ta, tb, lib, exact   # after every call of the closures over them (ruff's F821 cannot tell)
     return cases
 
 

@@ -150,8 +150,8 @@ def shapes(shapes: list[list[int]], rungs: list[int], splits: list[int], samples
         for plan, c in zip(plans, outs):
             run_plan(plan, a, b, c)
             checks.append(check_close(bf16_bits_to_float32(c), ref, "cuBLAS bf16 (torch.mm)", bf16_tolerance_rel()))
-        calls = [lambda: torch.mm(ta, tb.t())] + [
-            lambda p=p, c=c: run_plan(p, a, b, c) for p, c in zip(plans, outs)]
+        calls = [lambda: torch.mm(ta, tb.t())] + [  # noqa: F821 (see the del)
+            lambda p=p, c=c: run_plan(p, a, b, c) for p, c in zip(plans, outs)]  # noqa: F821 (see the del)
         t_lib, *times = benchmark_interleaved(calls, samples, references=[0])
         (flop, nbytes), label = gemm_work(m, n, k), shape_label(m, n, k)
         cases.append(require_passed(Case(
@@ -164,7 +164,7 @@ def shapes(shapes: list[list[int]], rungs: list[int], splits: list[int], samples
                 f"{FAMILY}.{plan.kernel}", t, flop, nbytes, check, launch,
                 extra={"timing": "interleaved call by call with cuBLAS and the other plans; split-K's time "
                                  "includes the kernel that sums its partial products"})))
-        del a, b, ta, tb, ref, outs
+        del a, b, ta, tb, ref, outs   # after every call of the closures over them (ruff's F821 cannot tell)
     return cases
 
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from course_lib.core import cuda
 from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec, slug
 from course_lib.core.timing import benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
 from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
-from course_lib.launch.operands import bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel
+from course_lib.launch.operands import (bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel, random_operand,
+                                       to_bf16_bits, torch_view)
 from course_lib.measure import experiments, profiler
 from course_lib.measure.evidence import Case, Check, NotRecorded
 from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
@@ -127,8 +129,6 @@ class _DecodeOperands:
     def __init__(self, shape: transformer.ModelShape, batch: int, context: int, seed: int):
         import cupy
         import torch
-
-        from course_lib.launch.operands import random_operand, to_bf16_bits, torch_view
 
         g, hkv, d = shape.group, shape.kv_heads, decode.HEAD_DIM
         self.group = g
@@ -689,8 +689,6 @@ def atlas_rows(phase: transformer.Phase, gpu: str = "h200", model: str = "Llama 
 
 def decode_loop_source() -> str:
     """The decode kernel's token loop, from its source: the lane mapping and the running softmax."""
-    from course_lib.core import cuda
-
     text = cuda.source(decode.FAMILY)
     start, end = text.index("    // Token pairs:"), text.index("    // Merge the block's")
     return text[start:end].rstrip()

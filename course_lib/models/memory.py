@@ -546,13 +546,13 @@ def _warptile_accesses(bm: int, bn: int, bk: int, wm: int, wn: int, lm: int):
     for w in range(nt // 32):
         wm0, wn0 = (w // (bn // wn)) * wm, (w % (bn // wn)) * wn
         acc = []
-        for l in range(a4):
+        for load in range(a4):                       # a thread's float4 loads of A, each stored as 4 scalars
             for q in range(4):
-                acc.append(SharedAccess(_lanes(w, lambda t: ((t + l * nt) % (bk // 4) * 4 + q) * pitch
-                                               + (t + l * nt) // (bk // 4)), 4, True))
-        for l in range(b4):
-            acc.append(SharedAccess(_lanes(w, lambda t: (t + l * nt) // (bn // 4) * bn + (t + l * nt) % (bn // 4) * 4),
-                                    16, True))
+                acc.append(SharedAccess(_lanes(w, lambda t: ((t + load * nt) % (bk // 4) * 4 + q) * pitch
+                                               + (t + load * nt) // (bk // 4)), 4, True))
+        for load in range(b4):                       # and of B, stored as float4s
+            acc.append(SharedAccess(_lanes(w, lambda t: (t + load * nt) // (bn // 4) * bn
+                                           + (t + load * nt) % (bn // 4) * 4), 16, True))
         for k in range(bk):
             for i in range(0, tm, 4):
                 acc.append(SharedAccess(_lanes(w, lambda t: k * pitch + wm0 + i * lm + (t % 32) // ln * 4), 16, False))
@@ -592,9 +592,9 @@ def _ladder_accesses(kernel: str):
                 acc = [SharedAccess(_lanes(w, lambda x: ((x % 2) * 4 + q) * pitch + x // 2), 4, True) for q in range(4)]
                 acc.append(SharedAccess(_lanes(w, lambda x: (x // 32) * 128 + (x % 32) * 4), 16, True))
             else:                                    # 4 scalar loads each of A (stored transposed) and B
-                acc = [SharedAccess(_lanes(w, lambda x: ((x + 256 * l) % 8) * pitch + (x + 256 * l) // 8), 4, True)
-                       for l in range(4)]
-                acc += [SharedAccess(_lanes(w, lambda x: x + 256 * l), 4, True) for l in range(4)]
+                acc = [SharedAccess(_lanes(w, lambda x: ((x + 256 * load) % 8) * pitch + (x + 256 * load) // 8), 4,
+                                    True) for load in range(4)]
+                acc += [SharedAccess(_lanes(w, lambda x: x + 256 * load), 4, True) for load in range(4)]
             for k in range(8):
                 for h in range(2):
                     acc.append(SharedAccess(_lanes(w, lambda x: k * pitch + (x // 16) * 8 + 4 * h), 16, False))

@@ -60,8 +60,9 @@ class Event:
     end_s: float
 
 
-def _events(l: float, L: float, c: float, s: float, n: int, stages: int) -> tuple[Event, ...]:
-    """The earliest-start schedule under the rules of the module docstring."""
+def _events(load: float, latency: float, compute: float, store: float, n: int, stages: int) -> tuple[Event, ...]:
+    """The earliest-start schedule under the rules of the module docstring (its l, L, c and s are
+    ``load``, ``latency``, ``compute`` and ``store``)."""
     events: list[Event] = []
     compute_end: list[float] = []
     load_free = compute_free = store_free = 0.0
@@ -71,12 +72,12 @@ def _events(l: float, L: float, c: float, s: float, n: int, stages: int) -> tupl
             issue = max(issue, compute_end[i - stages])
         if stages == 1:                                   # synchronous: wait for the previous store too
             issue = max(issue, store_free)
-        load_free = issue + l
-        compute_free = max(issue + L, compute_free) + c
+        load_free = issue + load
+        compute_free = max(issue + latency, compute_free) + compute
         compute_end.append(compute_free)
-        store_free = max(compute_free, store_free) + s
-        events += [Event("load", i, issue, issue + L), Event("compute", i, compute_free - c, compute_free),
-                   Event("store", i, store_free - s, store_free)]
+        store_free = max(compute_free, store_free) + store
+        events += [Event("load", i, issue, issue + latency), Event("compute", i, compute_free - compute, compute_free),
+                   Event("store", i, store_free - store, store_free)]
     return tuple(events)
 
 
@@ -146,13 +147,15 @@ def schedule_times(load_s: float, compute_s: float, store_s: float, iterations: 
     issuing a load to its tile landing. Times in seconds (any one unit works: they are only added and
     compared). ``stages`` = 1 is the synchronous loop, so both schedules are then the same.
     """
-    l, c, s = positive("load time", load_s), positive("compute time", compute_s), positive("store time", store_s)
-    L = l if latency_s is None else positive("load latency", latency_s)
-    if L < l:
-        raise ValueError(f"load latency must be at least the load time ({l!r} s): a tile cannot land before "
+    load = positive("load time", load_s)
+    compute, store = positive("compute time", compute_s), positive("store time", store_s)
+    latency = load if latency_s is None else positive("load latency", latency_s)
+    if latency < load:
+        raise ValueError(f"load latency must be at least the load time ({load!r} s): a tile cannot land before "
                          f"its bytes are transferred, got {latency_s!r}")
     n, stages = whole_number("iterations", iterations), whole_number("stages", stages)
-    return Schedule(l, L, c, s, n, stages, _events(l, L, c, s, n, 1), _events(l, L, c, s, n, stages))
+    times = load, latency, compute, store
+    return Schedule(*times, n, stages, _events(*times, n, 1), _events(*times, n, stages))
 
 
 # --------------------------------------------------------------------------- Little's law

@@ -62,8 +62,10 @@ class TileCalculator:
         self.dtype = W.Dropdown(options=list(tiling.TILE_DTYPES), value=dtype, description="dtype")
         # Plain integer boxes: an impossible value reaches the model, which says what is wrong with it,
         # instead of a bounded box clamping it silently.
-        box = lambda v, d: W.IntText(value=v, description=d, layout=W.Layout(width="200px"),
-                                     style={"description_width": "initial"})
+        def box(value: int, description: str) -> W.IntText:
+            return W.IntText(value=value, description=description, layout=W.Layout(width="200px"),
+                             style={"description_width": "initial"})
+
         self.block_m, self.block_n, self.block_k = box(block_m, "B_M"), box(block_n, "B_N"), box(block_k, "B_K")
         self.stages = box(stages, "stages")
         self.threads = box(threads, "threads")

@@ -41,7 +41,7 @@ def render_banks(r: memory.BankCount) -> str:
             conflict = any(len(busy[(p, b)]) > 1 for _, p in users)
             label = str(users[0][0]) if len(users) == 1 else f"{len(users)}×"
             border = "2px solid #c44e52" if conflict else "1px solid #fff"
-            lanes = ", ".join(str(l) for l, _ in users)
+            lanes = ", ".join(str(lane) for lane, _ in users)
             tds.append(f'<td title="word {w}, bank {b}, lanes {lanes}" style="height:15px;text-align:center;'
                        f'font-size:8px;color:white;background:{_PHASE_COLOURS[ph % 4]};border:{border}">{label}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")

@@ -4,7 +4,7 @@ range over both, and ``within`` is that range."""
 from course_lib.core.hardware import gpu_spec
 from course_lib.labs import fusion as lab
 from course_lib.measure import experiments
-from course_lib.measure.claims import Analytic, Given, Measured, Recorded
+from course_lib.measure.claims import Analytic, Given, Measured
 from course_lib.models import fusion
 
 CHAINS, EPI, RED, ATT = "fusion.chains", "fusion.epilogue", "fusion.reductions", "fusion.attention"
