@@ -2,6 +2,7 @@
 and against the live run committed with the notebook."""
 from statistics import median
 
+from course_lib.core.hardware import gpu_spec
 from course_lib.exercises.kernel import catalog
 from course_lib.labs import async_pipelines as lab
 from course_lib.measure.claims import Analytic, Given, Measured
@@ -9,8 +10,8 @@ from course_lib.models import pipeline
 
 LAT, STREAM, GEMM = "pipeline.latency", "pipeline.streaming", "pipeline.gemm_stages"
 TIMELINE, FENCE = "pipeline.timeline", "pipeline.proxy_fence"
-SMS = 132          # the H200's SMs: Little's law per SM
 TILE = 16 * 1024   # a streaming tile
+H200, H100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"   # belongs_to: the GPU whose figure the words state
 
 
 # --------------------------------------------------------------------------- pointer chasing
@@ -29,12 +30,30 @@ def chase_range(kernel: str, lo: int, hi: int):
 
 
 L1_RANGE = chase_range("chase_l1", 0, 128 << 10)
-L2_RANGE = chase_range("chase_l2", 512 << 10, 24 << 20)
+L2_RANGE = chase_range("chase_l2", 512 << 10, 16 << 20)
 HBM_RANGE = chase_range("chase_l2", 64 << 20, 1 << 30)
 
 
 def hbm_ns(r) -> float:
     return lab.memory_levels(r)["HBM"]
+
+
+def littles_bytes(lat, stream) -> float:
+    """Little's law per SM, as the notebook's cell computes it (lab.littles_law): HBM latency x best
+    streaming bandwidth / SMs, in bytes."""
+    return lab.littles_law(lat, stream)["bytes in flight per SM (Little's law)"]
+
+
+def littles_kib(lat, stream) -> float:
+    return littles_bytes(lat, stream) / 1024
+
+
+def littles_threads(lat, stream) -> float:
+    return lab.littles_law(lat, stream)["as float4 loads of resident threads"]
+
+
+def littles_tiles(lat, stream) -> float:
+    return lab.littles_law(lat, stream)["as 16 KiB tiles"]
 
 
 # --------------------------------------------------------------------------- streaming
@@ -81,7 +100,7 @@ def implied_ns(blocks: int):
     """The 'latency it implies' column of the synchronous kernel: SMs x bytes in flight / bandwidth."""
     def q(r):
         c = stream_case(r, "stream_sync", blocks, None)
-        return SMS * lab.bytes_in_flight(c) / c.bandwidth_bytes_per_s * 1e9
+        return gpu_spec(r.gpu).sm_count * lab.bytes_in_flight(c) / c.bandwidth_bytes_per_s * 1e9
     return q
 
 
@@ -90,6 +109,11 @@ def sync_knee_bytes(r) -> float:
     sync = [c for c in r.cases if c.params["kernel"] == "stream_sync"]
     best = max(c.bandwidth_bytes_per_s for c in sync)
     return min(lab.bytes_in_flight(c) for c in sync if c.bandwidth_bytes_per_s >= 0.95 * best)
+
+
+def knee_over_littles(lat, stream) -> float:
+    """The synchronous kernel's knee over the bytes in flight Little's law predicts with the idle latency."""
+    return sync_knee_bytes(stream) / littles_bytes(lat, stream)
 
 
 def cp_two_over_one(r) -> float:
@@ -355,54 +379,81 @@ CLAIMS = [
     # pointer chasing
     Measured("20–24 ns while the buffer fits in L1 (up to 128 KiB here)", LAT, L1_RANGE, [(19.5, 21.5), (22.5, 25)],
              unit=" ns"),
-    Measured("about 145 ns from L2 (up to 24 MiB)", LAT, L2_RANGE, [(140, 150), (140, 150)], unit=" ns"),
+    Measured("about 145 ns from L2 (up to 16 MiB)", LAT, L2_RANGE, [(140, 150), (140, 150)], unit=" ns"),
     Measured("330–355 ns from HBM (64 MiB to 1 GiB, over the runs made;", LAT, HBM_RANGE, [(325, 352), (335, 360)],
              unit=" ns"),
-    Measured("At 48 MiB, under the 60 MiB of L2 that the device reports, it is already 260–270 ns", LAT,
-             lambda r: chase_ns(r, "chase_l2", 48 << 20), (255, 275), unit=" ns"),
+    Measured("On the H200, 24 MiB still reads 146 ns", LAT, lambda r: chase_ns(r, "chase_l2", 24 << 20), (143, 149),
+             unit=" ns", belongs_to=H200),
+    Measured("at 48 MiB, under the 60 MiB of L2 that the device reports, it is already 260–270 ns", LAT,
+             lambda r: chase_ns(r, "chase_l2", 48 << 20), (255, 275), unit=" ns", belongs_to=H200),
     Measured("under the 60 MiB of L2 that the device reports", LAT, lambda r: r.machine["l2_bytes"] / 2 ** 20,
-             (60, 60), unit=" MiB"),
-    Given("The figure's dotted line is at 50 MiB, the Hopper whitepaper's figure for the H100 SXM5",
+             (60, 60), unit=" MiB", belongs_to=H200),
+    Measured("while the device reports 60 MiB", LAT, lambda r: r.machine["l2_bytes"] / 2 ** 20,
+             (60, 60), unit=" MiB", belongs_to=H200),
+    Measured("an H100, whose device reports 50 MiB, reads about 152 ns at 24 MiB and 277 ns at 48 MiB", LAT,
+             lambda r: (r.machine["l2_bytes"] / 2 ** 20, chase_ns(r, "chase_l2", 24 << 20), chase_ns(r, "chase_l2", 48 << 20)),
+             [(50, 50), (149, 155), (270, 285)], unit=" ns", belongs_to=H100),
+    Given("for the H200 the table carries 50 MiB, the Hopper whitepaper's figure for the H100 SXM5",
           "course_lib.core.hardware's H200 entry: l2_bytes = 50 MiB, from the Hopper whitepaper"),
 
-    # Little's law: B x L / SMs needs both runs; each factor is checked against its own experiment.
-    # With L in 330-360 ns and B in 4.4-4.7 TB/s, B x L / 132 is 10.7-12.5 KiB (687-801 float4 threads),
-    # under one 16 KiB tile.
-    Measured("About 12 KiB per SM", LAT, hbm_ns, (330, 360), unit=" ns"),
-    Measured("About 12 KiB per SM", STREAM, best_stream_bw, (4.4e12, 4.7e12), unit=" B/s"),
-    Measured("needs about 750 resident threads per SM just to keep HBM busy", STREAM, best_stream_bw,
-             (4.4e12, 4.7e12), unit=" B/s"),
-    Measured("A pipelined kernel needs one 16 KiB tile in flight", STREAM, best_stream_bw, (4.4e12, 4.7e12),
-             unit=" B/s"),
+    # Little's law: B x L / SMs from the latency and the streaming run, paired as the notebook's cell pairs them.
+    Measured("On the H200 that is about 12 KiB per SM", (LAT, STREAM), littles_kib, (11, 12.6), unit=" KiB",
+             belongs_to=H200),
+    Measured("on an H100, with less bandwidth behind about the same latency, about 8 KiB", (LAT, STREAM), littles_kib,
+             (7.5, 8.9), unit=" KiB", belongs_to=H100),
+    Measured("on an H100, with less bandwidth behind about the same latency", (LAT, STREAM),
+             lambda lat, s: (hbm_ns(lat), best_stream_bw(s) / 1e12), [(330, 360), (3.0, 3.4)], belongs_to=H100),
+    Measured("needs about 750 resident threads per SM on the H200", (LAT, STREAM), littles_threads, (700, 800),
+             belongs_to=H200),
+    Measured("(about 540 on an H100)", (LAT, STREAM), littles_threads, (510, 570), belongs_to=H100),
+    Measured("On either GPU that is less than one 16 KiB tile", (LAT, STREAM), littles_tiles, (0.3, 1.0)),
 
     # streaming
-    Measured("they range from about 2.1 to 3.7 TB/s, a 1.7–1.8× spread", STREAM, at_16_kib_tb_s,
-             [(2.0, 2.2), (3.6, 3.8)], unit=" TB/s"),
-    Measured("loop is about 1.3 times as fast as the one-stage TMA loop", STREAM,
-             lambda r: of_copy("stream_cp_async", 1, 1)(r) / of_copy("stream_bulk", 1, 1)(r), (1.25, 1.35), unit="×"),
-    Measured("while at 16 KiB per SM the loops ranged 1.7–1.8× apart", STREAM, spread_at_16_kib, (1.65, 1.85), unit="×"),
-    Measured("they range from about 2.1 to 3.7 TB/s, a 1.7–1.8× spread", STREAM, spread_at_16_kib, (1.65, 1.85),
-             unit="×"),
+    Measured("on the H200 from about 2.1 to 3.7 TB/s, a 1.7–1.8× spread", STREAM, at_16_kib_tb_s,
+             [(2.0, 2.2), (3.6, 3.8)], unit=" TB/s", belongs_to=H200),
+    Measured("on the H200 from about 2.1 to 3.7 TB/s, a 1.7–1.8× spread", STREAM, spread_at_16_kib, (1.65, 1.85),
+             unit="×", belongs_to=H200),
+    Measured("on an H100, whose four synchronous blocks already come within a few percent of the copy, from about "
+             "2.1 to 3.0 TB/s, 1.4×", STREAM,
+             lambda r: (of_copy("stream_sync", 4, None)(r), *at_16_kib_tb_s(r), spread_at_16_kib(r)),
+             [(0.94, 1.0), (2.0, 2.2), (2.9, 3.1), (1.35, 1.45)], belongs_to=H100),
+    Measured("loop is 1.2–1.3 times as fast as the one-stage TMA loop (on an H100 and an H200)", STREAM,
+             lambda r: of_copy("stream_cp_async", 1, 1)(r) / of_copy("stream_bulk", 1, 1)(r), (1.15, 1.35), unit="×"),
+    Measured("while at 16 KiB per SM the loops ranged 1.4–1.8× apart on an H100 and an H200", STREAM, spread_at_16_kib,
+             (1.35, 1.85), unit="×"),
     Measured("from the one-stage TMA loop to four blocks of synchronous loads", STREAM, extremes_at_16_kib, (1, 1)),
-    Measured("grows from about 430–450 ns at one block to about 580 ns at four", STREAM,
-             lambda r: (implied_ns(1)(r), implied_ns(4)(r)), [(425, 455), (565, 595)], unit=" ns"),
-    Measured("the synchronous kernel's knee comes at about twice the bytes it predicts: 24–32 KiB per SM, not 12",
+    Measured("is 430–455 ns at one block on an H100 and an H200", STREAM, implied_ns(1), (425, 460), unit=" ns"),
+    Measured("to about 580 ns at four blocks on the H200", STREAM, implied_ns(4), (565, 595), unit=" ns",
+             belongs_to=H200),
+    Measured("and 730 ns on an H100", STREAM, implied_ns(4), (715, 745), unit=" ns", belongs_to=H100),
+    Measured("the synchronous kernel's knee comes at two to three times the bytes it predicts: 24–32 KiB per SM",
              STREAM, sync_knee_bytes, (24 * 1024, 32 * 1024), unit=" B"),
+    Measured("the synchronous kernel's knee comes at two to three times the bytes it predicts", (LAT, STREAM),
+             knee_over_littles, (1.9, 3.1), unit="×"),
+    Measured("not 8 (an H100)", (LAT, STREAM), littles_kib, (7.5, 8.9), unit=" KiB", belongs_to=H100),
+    Measured("or 12 (the H200)", (LAT, STREAM), littles_kib, (11, 12.6), unit=" KiB", belongs_to=H200),
     Measured("loop runs like the one-stage loop (within a few percent)", STREAM,
              cp_two_over_one, (0.95, 1.06), unit="×"),
-    Measured("reaches 95–98% of the copy's bandwidth", STREAM,
-             of_copy("stream_cp_async", 1, 3), (0.945, 0.985), unit="%"),
-    Measured("from four stages it is on the plateau, 103–107% of the copy", STREAM, plateau_of_copy,
-             [(1.025, 1.075), (1.025, 1.075)], unit="%"),
+    Measured("reaches 95–98% of the copy's bandwidth on the H200", STREAM,
+             of_copy("stream_cp_async", 1, 3), (0.945, 0.985), unit="%", belongs_to=H200),
+    Measured("and 102% on an H100, which needs fewer bytes in flight", STREAM,
+             of_copy("stream_cp_async", 1, 3), (1.015, 1.025), unit="%", belongs_to=H100),
+    Measured("from four stages it is on the plateau, 102–107% of the copy", STREAM, plateau_of_copy,
+             [(1.015, 1.075), (1.015, 1.075)], unit="%"),
     Measured("a read-only stream runs a few percent above the course's copy kernel", STREAM, plateau_of_copy,
              [(1.01, 1.10), (1.01, 1.10)], unit="%"),
     Measured("The TMA, with its extra tile in flight, is on the plateau from three stages", STREAM,
              of_copy("stream_bulk", 1, 3), (1.02, 1.08), unit="%"),
 
     # occupancy
-    Measured("The synchronous kernel needs 6 to 8 blocks per SM", STREAM,
+    Measured("The synchronous kernel needs 6 to 8 blocks per SM on the H200", STREAM,
              lambda r: (of_copy("stream_sync", 4, None)(r), of_copy("stream_sync", 6, None)(r),
-                        of_copy("stream_sync", 8, None)(r)), [(0.8, 0.92), (0.97, 1.05), (0.99, 1.06)], unit="%"),
+                        of_copy("stream_sync", 8, None)(r)), [(0.8, 0.92), (0.97, 1.05), (0.99, 1.06)], unit="%",
+             belongs_to=H200),
+    Measured("and 4 to 6 on an H100", STREAM,
+             lambda r: (of_copy("stream_sync", 3, None)(r), of_copy("stream_sync", 4, None)(r),
+                        of_copy("stream_sync", 6, None)(r)), [(0.8, 0.92), (0.94, 1.0), (0.99, 1.06)], unit="%",
+             belongs_to=H100),
     Measured("to reach the bandwidth that the pipelined kernels reach at 12.5%", STREAM, pipelined_achieved,
              [(0.12, 0.13), (0.12, 0.13)], unit="%"),
     Measured("to reach the bandwidth that the pipelined kernels reach at 12.5%", STREAM, pipelined_vs_sync8,
@@ -440,11 +491,11 @@ CLAIMS = [
     # the timeline
     Measured("about 7% of the copy time has math running beside it", TIMELINE, overlap_range("serial"),
              [(0.05, 0.085), (0.05, 0.085)], unit="%"),
-    Measured("a tile costs a copy (about 0.7 µs) plus its math (about 0.6 µs)", TIMELINE,
+    Measured("a tile costs a copy (0.7–0.8 µs on an H100 and an H200) plus its math (about 0.6 µs)", TIMELINE,
              lambda r: (traced_median_us("copy", "serial")(r), traced_median_us("math", "serial")(r)),
-             [(0.65, 0.75), (0.55, 0.65)], unit=" µs"),
-    Measured("Releasing the slot before the math already overlaps about 45%", TIMELINE, overlap_range("1 stage"),
-             [(0.42, 0.48), (0.42, 0.48)], unit="%"),
+             [(0.65, 0.85), (0.55, 0.65)], unit=" µs"),
+    Measured("Releasing the slot before the math already overlaps 40–47%", TIMELINE, overlap_range("1 stage"),
+             [(0.395, 0.475), (0.395, 0.475)], unit="%"),
     Measured("about 80% of the copy time runs under math", TIMELINE,
              overlap_range("2 stages", "4 stages", "8 stages"), [(0.77, 0.83), (0.77, 0.83)], unit="%"),
     Measured("the kernel takes about 50 µs instead of about 90", TIMELINE,
@@ -462,8 +513,10 @@ CLAIMS = [
              (1, 1), unit="%"),
     Measured("About a fifth to a third of the stored words were stale", FENCE, race_shares("proxy_store_race"),
              [(0.18, 0.25), (0.28, 0.36)], unit="%"),
-    Measured("1–11% of the thread-rounds read part of the next round's tile", FENCE, race_shares("proxy_refill_race"),
-             [(0.01, 0.02), (0.09, 0.115)], unit="%"),
+    Measured("1–11% of the thread-rounds on the H200", FENCE, race_shares("proxy_refill_race"),
+             [(0.01, 0.02), (0.09, 0.115)], unit="%", belongs_to=H200),
+    Measured("(1–14% on an H100) read part of the next round's tile", FENCE, race_shares("proxy_refill_race"),
+             [(0.01, 0.02), (0.135, 0.145)], unit="%", belongs_to=H100),
     Measured("With the fence, not one value in billions was wrong", FENCE,
              lambda r: (race_wrong_with_fence(r), race_values_checked(r)), [(0, 0), (1e9, 1e11)]),
     Measured("The GEMM without the fence was wrong in every run at 4096 and 8192", FENCE,
@@ -484,10 +537,10 @@ CLAIMS = [
 
     # takeaways
     Measured("20–24 ns from L1", LAT, L1_RANGE, [(19.5, 21.5), (22.5, 25)], unit=" ns"),
-    Measured("about 145 ns from L2 and 330–355 ns from HBM on the H200, idle", LAT,
+    Measured("about 145 ns from L2 and 330–355 ns from HBM on an H100 and an H200, idle", LAT,
              lambda r: (*L2_RANGE(r), *HBM_RANGE(r)), [(140, 150), (140, 150), (325, 352), (335, 360)], unit=" ns"),
-    Measured("The synchronous kernel needs about twice the bytes in flight that Little's law predicts", STREAM,
-             sync_knee_bytes, (24 * 1024, 32 * 1024), unit=" B"),
+    Measured("The synchronous kernel needs two to three times the bytes in flight that Little's law predicts",
+             (LAT, STREAM), knee_over_littles, (1.9, 3.1), unit="×"),
     Measured("64 warps of synchronous loads and 8 warps with three or four stages of asynchronous copies both reach "
              "the plateau", STREAM, both_reach_plateau, (0.95, 1.0), unit="%"),
     Measured("(two blocks of two or three TMA stages)", GEMM, fastest_is_tma_two_blocks, (1, 1)),
