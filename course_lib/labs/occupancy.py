@@ -12,7 +12,7 @@ each case's ``extra["ncu"]`` with the command and the ncu version):
   as is and with ``--maxrregcount`` caps: occupancy rises, spills appear, time is measured.
 * ``occupancy.api_agreement``: ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` for every course
   kernel and for random (block size, registers, shared memory) configurations, recorded with the
-  inputs so the model can be re-checked against it anywhere (tests/test_lab_occupancy.py).
+  inputs so the model can be re-checked against it anywhere (tests/test_occupancy_lab.py).
 
 The launches are ``course_lib.launch.occupancy``'s. Everything below "analysis" needs no GPU.
 """

@@ -530,7 +530,7 @@ def _lanes(warp: int, fn) -> tuple[int, ...]:
     return tuple(4 * fn(32 * warp + lane) for lane in range(WARP_SIZE))
 
 
-# Each kernel's tile as kernels/gemm_fp32.cu sets it (tests/test_memory_models.py checks the macros).
+# Each kernel's tile as kernels/gemm_fp32.cu sets it (tests/test_memory_model.py checks the macros).
 WARPTILE = dict(bm=128, bn=128, bk=8, wm=64, wn=32, lm=8)       # WT_*: steps 7 and 8
 WARPTILE_16X8 = dict(bm=256, bn=128, bk=8, wm=64, wn=64, lm=4)  # WB_*: step 9
 
