@@ -1,9 +1,13 @@
 """Claims of 07_waves's prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook.
 
-cuBLAS's own curve moves between runs (the record's cuBLAS at N = 1664, 1984, 2240 and 2560 is
-10-20% slower than other runs'), so the only cuBLAS steps the prose builds on are N = 1344, 1600
-and 2624, which showed in every run, and their ranges are wide."""
+cuBLAS's steps are read through its kernels' names (``nvjet_..._<along N>x<along M>_...``): the tile each
+run picked, counted in waves of one tile per SM (132 SMs on the H100 SXM and the H200). Its smaller
+wiggles move between runs; the prose builds only on steps every run shows, under both protocols, with
+ranges that span both. The H100 run of 2026-12-07 picked the same tiles at the steps as the H200's runs
+but stepped by more at 2112, 3136 and 4288 (its 192 x 192 kernel slower there than at the next N):
+those figures are each GPU's (``belongs_to``)."""
+import re
 import statistics
 
 from course_lib.labs import waves as lab_waves
@@ -13,6 +17,9 @@ from course_lib.models import waves
 
 N_SWEEP, M_SWEEP, REMEDIES = "waves.n_sweep", "waves.m_sweep", "waves.remedies"
 M = K = 4096          # waves.n_sweep's fixed M and K, and waves.m_sweep's N and K
+SMS = 132             # the H100 SXM's and the H200's
+H200, H100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+SWITCHES = (1088, 2112, 3136, 4288)   # where our kernel adds a wave and cuBLAS moves to 192 x 192
 
 
 # --------------------------------------------------------------------------- waves.n_sweep
@@ -87,6 +94,88 @@ def steps_at_a_cublas_switch(r) -> float:
     return sum(n in switches for n in steps) / len(steps)
 
 
+def tile_from_name(names) -> tuple[int, int]:
+    """cuBLAS's tile from its nvjet kernel's name: (along N, along M); the first number runs along our N
+    (cuBLAS is column-major, so its m is our N)."""
+    for name in names:
+        found = re.search(r"_(\d+)x(\d+)_\d+x\d+_", name) if name.startswith("nvjet") else None
+        if found:
+            return int(found.group(1)), int(found.group(2))
+    raise LookupError(f"no nvjet tile in {names}")
+
+
+def cublas_tile(r, n: int) -> tuple[int, int]:
+    return tile_from_name(r.case(f"cuBLAS {M}x{n}x{K}").extra["cublas_kernels"])
+
+
+def cublas_waves(r, n: int) -> int:
+    """cuBLAS's waves at N = n: its tiles over the SMs, one tile per SM at a time, rounded up."""
+    along_n, along_m = cublas_tile(r, n)
+    return waves.schedule(waves.tile_grid(M, n, along_m, along_n).tiles, SMS, 1).waves
+
+
+def cublas_model(r, n: int) -> float:
+    """The wave model's cuBLAS time at N = n, in units of one wave of 256 x 128 tiles: waves x tile area."""
+    along_n, along_m = cublas_tile(r, n)
+    return cublas_waves(r, n) * along_n * along_m / (256 * 128)
+
+
+def cublas_model_rise(r, n: int) -> float:
+    return cublas_model(r, n) / cublas_model(r, previous_n(r, n)) - 1
+
+
+def model_step(n: int, tile_before: tuple, waves_before: int, tile_after: tuple, waves_after: int):
+    """(1 when the run's names show those tiles and the model those waves, the model's rise at n)."""
+    def quantity(r):
+        p = previous_n(r, n)
+        shown = (cublas_tile(r, p), cublas_waves(r, p), cublas_tile(r, n), cublas_waves(r, n))
+        return float(shown == (tile_before, waves_before, tile_after, waves_after)), cublas_model_rise(r, n)
+    return quantity
+
+
+def per_wave_units(r) -> dict:
+    """cuBLAS's held time at each N over its model time (waves x tile area), as a fraction of the sweep's median."""
+    xs = series(r)[0]["x"]
+    units = {n: cublas_s(r, n) / cublas_model(r, n) for n in xs}
+    mid = statistics.median(units.values())
+    return {n: u / mid for n, u in units.items()}
+
+
+def worst_departure(r) -> float:
+    return max(abs(u - 1) for u in per_wave_units(r).values())
+
+
+def departures_beyond(r, limit: float = 0.04) -> float:
+    """1 when the N at which cuBLAS's time departs from its model by more than ``limit`` are 2112, 3136 and 4288."""
+    return float(sorted(n for n, u in per_wave_units(r).items() if abs(u - 1) > limit) == [2112, 3136, 4288])
+
+
+def switches_to_192(r) -> float:
+    """1 when cuBLAS leaves a 256 x 128 or 128 x 256 tile for 192 x 192 at each of ``SWITCHES``."""
+    return float(all(cublas_tile(r, previous_n(r, n)) in ((256, 128), (128, 256)) and cublas_tile(r, n) == (192, 192)
+                     for n in SWITCHES))
+
+
+def slower_than_next_n(r) -> float:
+    """1 when, at 2112, 3136 and 4288, cuBLAS took longer under both protocols than at the next N, 64 wider,
+    with the same kernel and the same wave count."""
+    ok = True
+    for n in (2112, 3136, 4288):
+        same = (r.case(f"cuBLAS {M}x{n}x{K}").extra["cublas_kernels"]
+                == r.case(f"cuBLAS {M}x{n + 64}x{K}").extra["cublas_kernels"])
+        ok &= same and cublas_waves(r, n) == cublas_waves(r, n + 64)
+        ok &= all(t(r, n) > t(r, n + 64) for t in (cublas_s, cublas_blocks_s))
+    return float(ok)
+
+
+def no_step_at_3648(r):
+    """(1 when cuBLAS keeps its kernel and its wave count at 3648, then its rise under each protocol, unsigned)."""
+    p = previous_n(r, 3648)
+    same = (r.case(f"cuBLAS {M}x{p}x{K}").extra["cublas_kernels"] == r.case(f"cuBLAS {M}x3648x{K}").extra["cublas_kernels"]
+            and cublas_waves(r, p) == cublas_waves(r, 3648))
+    return (float(same), *(abs(v) for v in both_protocols_rise(p, 3648)(r)))
+
+
 def first_memset_n(r) -> float:
     """The first N at which cuBLAS's profiled kernels include a Memset; NaN if N after it lacks one."""
     ns = sorted(c.params["n_sweep"] for c in r.cases if c.params["kernel"] == "cublas")
@@ -142,10 +231,14 @@ def thin_course_range_us(r):
 
 
 def cublas_thin_kernels(r) -> float:
-    """1 when cuBLAS used a 64x16 tile at M = 16, a 64x32 one at M = 32 and 64, and split-K at 16 and 32."""
-    names = {m: " ".join(m_cublas(r, m).extra["cublas_kernels"]) for m in (16, 32, 64)}
-    return float("64x16" in names[16] and "64x32" in names[32] and "64x32" in names[64]
-                 and "splitK" in names[16] and "splitK" in names[32] and "splitK" not in names[64])
+    """1 when cuBLAS's tile is 16 or 32 rows of M tall at M = 16, 32 and 64, split-K at M = 16 and not at 64."""
+    names = {m: m_cublas(r, m).extra["cublas_kernels"] for m in (16, 32, 64)}
+    split = {m: any("splitK" in k for k in ks) for m, ks in names.items()}
+    return float(all(tile_from_name(ks)[1] in (16, 32) for ks in names.values()) and split[16] and not split[64])
+
+
+def cublas_splits_at_32(r) -> float:
+    return float(any("splitK" in k for k in m_cublas(r, 32).extra["cublas_kernels"]))
 
 
 # --------------------------------------------------------------------------- waves.remedies
@@ -232,40 +325,54 @@ CLAIMS = [
              steps_the_sm_round_model_predicts, (1, 1)),
     Measured("the model's staircase overshoots the shapes just past each cliff", N_SWEEP, worst_overshoot,
              (0, 0.95), unit="×"),
-    Measured("Over the whole sweep the measured time is 0.81–1.08× the wave model's staircase and 0.96–1.13× the "
+    Measured("Over the whole sweep the measured time is 0.81–1.08× the wave model's staircase and 0.95–1.13× the "
              "SM-round model's", N_SWEEP, model_ratio_ranges,
-             [(0.805, 0.825), (1.06, 1.085), (0.955, 0.97), (1.12, 1.13)], unit="×"),
+             [(0.805, 0.825), (1.06, 1.085), (0.95, 0.967), (1.12, 1.13)], unit="×"),
 
     # cuBLAS along N.
     Measured("and does so at most of the N where our kernel steps", N_SWEEP, steps_at_a_cublas_switch,
              (0.55, 1), unit="%"),
-    Measured("at N = 1344 its time rises by 16–22.5%", N_SWEEP, both_protocols_rise(1280, 1344),
-             [(0.155, 0.175), (0.19, 0.225)], unit="%"),
-    Measured("at N = 1600 by 22–30%", N_SWEEP, both_protocols_rise(1536, 1600), [(0.215, 0.235), (0.27, 0.31)],
-             unit="%"),
+    Measured("Counted this way, cuBLAS's held time is waves × tile area × one constant, within 4%, at every N of the "
+             "sweep on the H200", N_SWEEP, worst_departure, (0, 0.04), unit="%", belongs_to=H200),
+    Measured("and at all but three on an H100", N_SWEEP, departures_beyond, (1, 1), belongs_to=H100),
+    Measured("the names show cuBLAS leaving a 256 × 128 or 128 × 256 tile for 192 × 192, on the H100 and the H200 alike",
+             N_SWEEP, switches_to_192, (1, 1)),
+    Analytic("192² / (256 · 128) = 1.125 times", lambda: 192 ** 2 / (256 * 128), (1.125, 1.125), unit="×"),
+    Measured("the model predicts a 12.5% step", N_SWEEP, lambda r: tuple(cublas_model_rise(r, n) for n in SWITCHES),
+             [(0.124, 0.126)] * 4, unit="%"),
+    Measured("On the H200 the step measured 10–15% at all four, under either protocol", N_SWEEP,
+             lambda r: tuple(v for n in SWITCHES for v in both_protocols_rise(previous_n(r, n), n)(r)),
+             [(0.095, 0.155)] * 8, unit="%", belongs_to=H200),
+    Measured("On an H100 it measured 11–12% at 1088 but 16–27% at the other three", N_SWEEP,
+             lambda r: tuple(v for n in SWITCHES for v in both_protocols_rise(previous_n(r, n), n)(r)),
+             [(0.105, 0.125)] * 2 + [(0.155, 0.275)] * 6, unit="%", belongs_to=H100),
+    Measured("the 192 × 192 kernel took longer than at the next N up, 64 columns wider with the same kernel and the "
+             "same wave count", N_SWEEP, slower_than_next_n, (1, 1), belongs_to=H100),
+    Measured("one wave of 320 × 128 tiles becomes two of 192 × 128; the model predicts 20%", N_SWEEP,
+             model_step(1344, (320, 128), 1, (192, 128), 2), [(1, 1), (0.195, 0.205)], unit="%"),
+    Measured("its time rose by 16–22.5%", N_SWEEP, both_protocols_rise(1280, 1344),
+             [(0.155, 0.175), (0.16, 0.225)], unit="%"),
+    Measured("two waves of 192 × 128 become two of 128 × 256; 33%", N_SWEEP,
+             model_step(1600, (192, 128), 2, (128, 256), 2), [(1, 1), (0.33, 0.335)], unit="%"),
+    Measured("by 22–31%", N_SWEEP, both_protocols_rise(1536, 1600), [(0.215, 0.245), (0.27, 0.315)], unit="%"),
     Measured("a little more than our kernel's 20% step there", N_SWEEP,
              lambda r: cublas_and_course_rise_at_1600(r, cublas_blocks_s), [(0.17, 0.23), (0.0, 0.06)], unit="%"),
-    Measured("at N = 2624 by 16–18%, more than our kernel's 13–14% there", N_SWEEP,
+    Measured("two waves of 320 × 128 become three of 128 × 256; 20%", N_SWEEP,
+             model_step(2624, (320, 128), 2, (128, 256), 3), [(1, 1), (0.195, 0.205)], unit="%"),
+    Measured("by 16–19%, more than our kernel's 13–14% there", N_SWEEP,
              lambda r: (rise(cublas_blocks_s, 2560, 2624)(r), *rises_at_2624(r)),
-             [(0.155, 0.175), (0.17, 0.19), (0.125, 0.145)], unit="%"),
-    Measured("its curve still steps, at nearly every N where ours does and at some where ours does not, by less or by "
-             "more relative to its time (by more at N = 1600 and 2624)", N_SWEEP,
-             lambda r: (cublas_and_course_rise_at_1600(r)[1], rises_at_2624(r)[0] - rises_at_2624(r)[1]),
-             [(0.0, 1.0), (0.0, 1.0)], unit="%"),
-    Measured("cuBLAS steps at nearly every N where ours does: by 10–15% at N = 1088, 2112, 3136 and 4288 under either "
-             "protocol, and not at all at 3648 (under 1%)", N_SWEEP,
-             lambda r: tuple(v for n in (1088, 2112, 3136, 4288) for v in both_protocols_rise(previous_n(r, n), n)(r))
-             + tuple(abs(v) for v in both_protocols_rise(previous_n(r, 3648), 3648)(r)),
-             [(0.095, 0.155)] * 8 + [(0, 0.01)] * 2, unit="%"),
+             [(0.155, 0.175), (0.175, 0.195), (0.125, 0.145)], unit="%"),
+    Measured("At 3648 cuBLAS keeps its kernel and its wave count and does not step (about 1% or less)", N_SWEEP,
+             no_step_at_3648, [(1, 1), (0, 0.0125), (0, 0.0125)], unit="%"),
     Measured("With its own steps at 1216 and 1344", N_SWEEP,
              lambda r: tuple(v for n in (1216, 1344) for v in both_protocols_rise(previous_n(r, n), n)(r))
              + tuple(rise(course_s, previous_n(r, n), n)(r) for n in (1216, 1344)),
              [(0.075, 0.25)] * 4 + [(-0.03, 0.03)] * 2, unit="%"),
-    Measured("relative to its time they are smaller than ours at 1088 and 2112 and larger at 1600 and 2624", N_SWEEP,
-             lambda r: tuple(rise(course_s, previous_n(r, n), n)(r) - max(both_protocols_rise(previous_n(r, n), n)(r))
-                             for n in (1088, 2112))
-             + tuple(min(both_protocols_rise(previous_n(r, n), n)(r)) - rise(course_s, previous_n(r, n), n)(r)
-                     for n in (1600, 2624)), [(0.0, 1.0)] * 4, unit="%"),
+    Measured("relative to its time its step is smaller than ours at 1088, where it keeps the wave count and ours adds one, "
+             "and larger at 1600 and 2624", N_SWEEP,
+             lambda r: (rise(course_s, previous_n(r, 1088), 1088)(r) - max(both_protocols_rise(previous_n(r, 1088), 1088)(r)),
+                        *(min(both_protocols_rise(previous_n(r, n), n)(r)) - rise(course_s, previous_n(r, n), n)(r)
+                          for n in (1600, 2624))), [(0.0, 1.0)] * 3, unit="%"),
     Measured("launched before the GEMM from N = 2624 on", N_SWEEP, first_memset_n,
              (2624, 2624)),
 
@@ -274,8 +381,10 @@ CLAIMS = [
              unit=" µs"),
     Analytic("does 2 · 16 = 32 FLOPs per weight it reads: about 16 FLOP per byte",
              lambda: 2 * 16 * M * K / (2 * (16 * K + K * M + 16 * M)), (15.5, 16)),
-    Analytic("Reading 32 MiB at the datasheet's 4.8 TB/s takes about 7 µs (analytic)",
+    Analytic("Reading 32 MiB at the H200 datasheet's 4.8 TB/s takes about 7 µs (analytic",
              lambda: 2 * K * M / 4.8e12 * 1e6, (6.9, 7.1), unit=" µs"),
+    Analytic("about 10 µs at the H100 SXM datasheet's 3.35 TB/s", lambda: 2 * K * M / 3.35e12 * 1e6, (9.9, 10.1),
+             unit=" µs"),
     Measured("The course's kernel reads the same bytes at about 0.7 TB/s", M_SWEEP, thin_course_tb_s, (0.62, 0.72),
              unit=" TB/s"),
     Measured("cuBLAS takes 11–12 µs", M_SWEEP, lambda r: m_cublas(r, 16).median_s * 1e6, (10.8, 12.4), unit=" µs"),
@@ -286,8 +395,9 @@ CLAIMS = [
              [(49.5, 53.5)] * 8, unit=" µs"),
     Measured("takes about four and a half times as long as cuBLAS", M_SWEEP,
              lambda r: m_course_us(r, 16) / (m_cublas(r, 16).median_s * 1e6), (4.2, 4.8), unit="×"),
-    Measured("cuBLAS switches to 64×16 and 64×32 tiles there, and at M = 16 and 32 to split-K", M_SWEEP,
-             cublas_thin_kernels, (1, 1)),
+    Measured("At M = 16 to 64 cuBLAS switches to tiles only 16 or 32 rows of M tall", M_SWEEP, cublas_thin_kernels,
+             (1, 1)),
+    Measured("on the H200 it splits K at M = 32 as well", M_SWEEP, cublas_splits_at_32, (1, 1), belongs_to=H200),
 
     # Remove the tail.
     Analytic("the slot model counts 45% of the baseline's SM time as idle and the SM-round model 27%",
@@ -316,7 +426,11 @@ CLAIMS = [
              [(0.545, 0.555), (0.405, 0.415)], unit="%"),
     Analytic("(two rounds of K/4 against one of K/3)",
              lambda: (waves.schedule(144, 132, 2).sm_rounds, waves.schedule(108, 132, 2).sm_rounds), [(2, 2), (1, 1)]),
-    Measured("Split-K 4 is 10–12% slower than split-K 3", REMEDIES, split4_over_split3, (0.095, 0.125), unit="%"),
+    Analytic("it puts split-K 4 at 1.5 times split-K 3's time",
+             lambda: (waves.schedule(144, 132, 2).sm_rounds / 4) / (waves.schedule(108, 132, 2).sm_rounds / 3), (1.5, 1.5),
+             unit="×"),
+    Measured("Split-K 4 is 9–12% slower than split-K 3 on an H100 and an H200", REMEDIES, split4_over_split3,
+             (0.085, 0.125), unit="%"),
     Analytic("although the slot model's useful fraction says it should be faster",
              lambda: (waves.quantize(768, 768, 128, 128, 132, 2, 4).useful_fraction
                       - waves.quantize(768, 768, 128, 128, 132, 2, 3).useful_fraction), (0.01, 1)),
