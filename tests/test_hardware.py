@@ -52,3 +52,22 @@ def test_unknown_card_works_from_measured_ceilings():
 def test_measured_ceilings_replace_the_roofs_only():
     m = hardware.with_measured_ceilings(SPECS["h200"], 4.2e12, {"bf16": 780e12})
     assert m.sm_count == 132 and m.peak("bf16") == 780e12 and "measured" in m.name
+
+
+def test_the_machine_card_carries_each_ceilings_clock_and_flags_a_reference_whose_protocols_disagree(monkeypatch):
+    """The card shows each ceiling's lowest clock while timed and its second protocol's verdict: the record's tf32
+    and bf16 cuBLAS timings disagreed with their back-to-back timings, and the card must say so where it shows them."""
+    from course_lib.measure.ceilings import measured_ceilings
+
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    rows = {r["ceiling"]: r for r in measured_ceilings().percent_of_spec()}
+    assert rows["matmul tf32 (cuBLAS)"]["second protocol"].endswith("(flagged)")
+    assert rows["matmul bf16 (cuBLAS)"]["second protocol"].endswith("(flagged)")
+    assert rows["matmul fp8 (cuBLAS)"]["second protocol"] == "agree"
+    assert rows["matmul fp32 (cuBLAS)"]["lowest SM clock while timed"].startswith("1980 MHz (100%)")
+    assert rows["matmul bf16 (cuBLAS)"]["lowest SM clock while timed"].endswith("power-limited")
+    # a card built without the cases (an older caller) says so rather than inventing a verdict
+    bare = measured_ceilings()
+    bare = type(bare)(bare.gpu, bare.provenance, bare.copy_bandwidth_bytes_per_s, bare.matmul_flop_per_s,
+                      bare.spec, bare.machine, bare.matmul_machine)
+    assert {r["second protocol"] for r in bare.percent_of_spec()} == {"not recorded"}

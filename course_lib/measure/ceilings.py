@@ -5,11 +5,14 @@ way they carry the provenance of the experiments behind them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from course_lib.core.hardware import GpuSpec, detect, spec, spec_for_device, with_measured_ceilings
+from course_lib.core.gpu_monitor import clock_label
 from course_lib.core.session import clock_warning
 from course_lib.measure import experiments
+from course_lib.measure.conditions import is_reference, protocol_cells
+from course_lib.measure.evidence import Case
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class MeasuredCeilings:
     spec: GpuSpec | None
     machine: dict
     matmul_machine: dict
+    cases: dict[str, Case] = field(default_factory=dict)   # the case behind each ceiling: "copy", then each dtype
 
     def device_vs_datasheet(self) -> list[dict]:
         """What the device reported about itself (in the record's manifest) beside its datasheet entry."""
@@ -63,8 +67,14 @@ class MeasuredCeilings:
             peak = sheet.peak_flop_per_s.get(dtype) if sheet else None
             rows.append({"ceiling": f"matmul {dtype} (cuBLAS)", "unit": "TFLOP/s",
                          "datasheet": peak / 1e12 if peak else None, "measured": v / 1e12})
-        for r in rows:
+        for r, key in zip(rows, ["copy", *self.matmul_flop_per_s]):
             r["% of datasheet"] = 100 * r["measured"] / r["datasheet"] if r["datasheet"] else None
+            # Each ceiling's own evidence: the clock while it was timed, and for a library call whether the
+            # second protocol (blocks of back-to-back calls) agreed with the held one; a disagreement is flagged.
+            case = self.cases.get(key)
+            r["lowest SM clock while timed"] = clock_label(case.extra.get("gpu_during")) if case else "not recorded"
+            r["second protocol"] = (protocol_cells(case)["protocols"] if case and is_reference(case)
+                                    else "not a library call" if case else "not recorded")
         return rows
 
 
@@ -77,7 +87,8 @@ def measured_ceilings() -> MeasuredCeilings:
         sheet = spec(copy.gpu)
     except KeyError:
         sheet = None
-    return MeasuredCeilings(copy.gpu, copy.provenance, bw, peaks, sheet, copy.machine, mm.machine)
+    cases = {"copy": copy.case("CuPy device-to-device copy"), **{c.params["dtype"]: c for c in mm.cases}}
+    return MeasuredCeilings(copy.gpu, copy.provenance, bw, peaks, sheet, copy.machine, mm.machine, cases)
 
 
 def roofline_points(result: experiments.Result, ceilings: MeasuredCeilings) -> list[dict]:

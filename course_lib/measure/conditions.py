@@ -16,7 +16,7 @@ def is_reference(case: Case) -> bool:
     return "second_protocol" in case.extra
 
 
-def _protocol_cells(case: Case) -> dict:
+def protocol_cells(case: Case) -> dict:
     second = case.extra["second_protocol"]
     # The attempt whose harness timing the case kept (the first, when a re-measurement still disagreed):
     # its blocks median is the one the ratio compares with.
@@ -62,7 +62,7 @@ def reference_rows(result, only_flagged: bool = False) -> list[dict]:
     for c in result.cases:
         if not (is_reference(c) or c.power_limited) or (only_flagged and not flagged(c)):
             continue
-        row = {"case": c.name, **(_protocol_cells(c) if is_reference(c) else
+        row = {"case": c.name, **(protocol_cells(c) if is_reference(c) else
                                   {"held calls µs": c.median_s * 1e6, "back-to-back µs": None, "protocols": "course kernel"})}
         row["lowest SM clock"] = clock_label(c.extra.get("gpu_during"))
         if c.extra.get("late_samples"):
