@@ -71,3 +71,16 @@ def test_the_machine_card_carries_each_ceilings_clock_and_flags_a_reference_whos
     bare = type(bare)(bare.gpu, bare.provenance, bare.copy_bandwidth_bytes_per_s, bare.matmul_flop_per_s,
                       bare.spec, bare.machine, bare.matmul_machine)
     assert {r["second protocol"] for r in bare.percent_of_spec()} == {"not recorded"}
+
+
+def test_the_roofline_points_say_which_cublas_timings_their_second_protocol_flagged(monkeypatch):
+    from course_lib.measure import experiments
+    from course_lib.measure.ceilings import measured_ceilings, roofline_points
+
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    rows = {r["label"]: r["second protocol"] for r in roofline_points(experiments.run("roofline.measured"),
+                                                                        measured_ceilings())}
+    assert rows["matmul bf16, n=2048"].endswith("(flagged)")    # the record's, 5.8% apart
+    assert rows["matmul fp32, n=4096"] == "agree" and rows["vector add, n=67108864"] == "course kernel"
+    # one call at a time is the point of that case: back-to-back blocks are no check on it, and it is not flagged
+    assert rows["matmul bf16, n=64, one call at a time"].startswith("one call at a time")

@@ -105,7 +105,12 @@ def roofline_points(result: experiments.Result, ceilings: MeasuredCeilings) -> l
         tag = (str(c.params["matmul_sizes"]) if series else
                {"matmul, unqueued": f"{dtype} 64 (1 call)", "batched matmul": f"1,024 x {dtype} 64³",
                 "matvec": f"matvec {c.params.get('matvec_sizes')}", "vector add": "vector add"}.get(op, c.name))
+        if op == "matmul, unqueued":   # one call at a time on purpose: back-to-back calls cannot agree with it
+            protocols = "one call at a time: not comparable back to back"
+        else:
+            protocols = protocol_cells(c)["protocols"] if is_reference(c) else "course kernel"
         rows.append({"label": c.name, "tag": tag, "series": series, "dtype": dtype, "intensity": intensity, "flop_per_s": achieved,
+                     "second protocol": protocols,
                      "median µs": c.median_s * 1e6, "TFLOP/s": achieved / 1e12, "GB/s": c.bytes / c.median_s / 1e9,
                      "roof TFLOP/s": roof / 1e12, "% of roof": 100 * achieved / roof,
                      "binding roof": "compute" if peak <= ceilings.copy_bandwidth_bytes_per_s * intensity else "memory"})
