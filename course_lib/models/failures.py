@@ -131,7 +131,7 @@ FAILURES: tuple[Failure, ...] = (
         "memory. The one-pass RMSNorm holds a whole row per block in registers; at 131,072 elements a row they "
         "no longer fit, the compiler spills kilobytes per thread, and the fused kernel ran about 2.5 times "
         "slower than the two-kernel plan. Read the compiler's register and spill report for every build you time.",
-        "08_fusion", "When fusion loses: a row that does not fit",
+        "08_fusion", "When holding the row loses: a row that does not fit",
         "fusion.reductions", "rmsnorm n=131072: course one pass", 'rmsnorm n=131072: course two pass',
         misreadings=(
             "Extra live values only cost occupancy: the compiler keeps every value in registers whatever the "
@@ -443,7 +443,7 @@ FAILURES: tuple[Failure, ...] = (
         "memory, and the room they take limits residency. When that room runs out they spill to local memory, "
         "which is backed by DRAM. The one-pass softmax keeps a whole row on chip; at 131,072 elements a row it "
         "spilled so much that it moved more DRAM bytes than the two-kernel plan and ran about 2.6 times slower.",
-        "08_fusion", "When fusion loses: a row that does not fit",
+        "08_fusion", "When holding the row loses: a row that does not fit",
         "fusion.reductions", "softmax n=131072: course one pass", 'softmax n=131072: course two pass',
         misreadings=(
             "An intermediate kept in registers or shared memory costs nothing once fused, because that room is "
