@@ -56,16 +56,28 @@ def test_read_ceiling_bytes():
         bytes_read("strided", 1024, 1, 1)
 
 
-def test_attention_floor_exercise_accepts_the_floor_and_rejects_the_replicated_one():
-    want = ex.attention_floor_s("Llama 3 8B", 16, 16384) * 1e6
-    assert ex.check_attention_floor("Llama 3 8B", 16, 16384, want).correct
-    assert ex.check_attention_floor("Llama 3 8B", 16, 16384, round(want, 1)).correct
-    rep = ex.attention_floor_s("Llama 3 8B", 16, 16384, replicated_kv=True) * 1e6
+def test_crossover_exercise_judges_each_number_and_the_reasoning_between_them():
+    proj_mb, per_token, crossover = ex.attention_crossover("Llama 3 8B", 16)
+    assert per_token == 16 * 2 * 8 * 128 * 2                     # K and V rows of 8 KV heads, 16 sequences
+    assert proj_mb == pytest.approx(2 * ex.MODELS["Llama 3 8B"].layer_weights() / 1e6, rel=0.01)   # ≈ the weights
+    assert crossover == pytest.approx(proj_mb * 1e6 / per_token, rel=0.002)
+    assert ex.check_attention_crossover("Llama 3 8B", 16, proj_mb, per_token, crossover).correct
+    assert ex.check_attention_crossover("Llama 3 8B", 16, round(proj_mb, 1), per_token, round(crossover, -1)).correct
+    # the printed 4,096 B a token of one sequence, not of the batch: that item and the crossover are wrong,
+    # and the crossover is said to follow from the learner's numbers; no verdict gives the answer away
+    verdict = ex.check_attention_crossover("Llama 3 8B", 16, proj_mb, 4096, proj_mb * 1e6 / 4096)
+    assert not verdict.correct and "projections' MB: right" in verdict and "follows from your two numbers" in verdict
+    assert f"{crossover:,.0f}" not in verdict and f"{per_token:,.0f}" not in verdict
+    verdict = ex.check_attention_crossover("Llama 3 8B", 16, proj_mb, per_token, 8192)
+    assert not verdict.correct and "crossover: not right" in verdict and "follows" not in verdict
+    for wrong in ((None, per_token, crossover), ("many", per_token, crossover), (proj_mb, 0, crossover)):
+        assert not ex.check_attention_crossover("Llama 3 8B", 16, *wrong).correct
+
+
+def test_attention_floor_is_the_cache_read_at_the_hbm_bandwidth():
+    want = ex.attention_floor_s("Llama 3 8B", 16, 16384)
+    rep = ex.attention_floor_s("Llama 3 8B", 16, 16384, replicated_kv=True)
     assert rep == pytest.approx(4 * want, rel=0.01)
-    verdict = ex.check_attention_floor("Llama 3 8B", 16, 16384, rep)
-    assert not verdict.correct and "replicated" in verdict
-    for wrong in (None, want / 2, 2 * want, "fast"):
-        assert not ex.check_attention_floor("Llama 3 8B", 16, 16384, wrong).correct
 
 
 def test_compute_bound_batch_exercise():

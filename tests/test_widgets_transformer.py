@@ -51,3 +51,12 @@ def test_impossible_input_is_a_message(field, value, says):
     calc = layer_atlas_calculator(phase="prefill" if says == "tokens" else "decode")
     getattr(calc, field).value = value
     assert "course-calc-error" in calc.answer.value and says in calc.answer.value
+
+
+def test_the_output_head_is_shown_once_per_model_outside_the_layers_floor():
+    calc = layer_atlas_calculator(gpu="NVIDIA H200", phase="decode", batch=16, length=8192)
+    head = transformer.output_head(LLAMA3_8B, transformer.decode(16, 8192))
+    assert calc.answer.value.count("data-once-per-model=") == 1 and f"{head.bytes / 1e6:,.4g}" in calc.answer.value
+    rows = transformer.atlas(LLAMA3_8B, transformer.decode(16, 8192), spec("NVIDIA H200"))
+    model = re.search(r'class="course-model-floor">([^<]+)<', calc.answer.value).group(1)
+    assert model == _fmt_seconds(32 * sum(r.seconds for r in rows) + head.bound(spec("NVIDIA H200")).seconds)

@@ -1,5 +1,6 @@
-"""Notebook 12's exercise checks: predict a decode step's attention floor, and the batch at which a
-decode projection turns compute-bound; each answer is held to the atlas (``models.transformer``)."""
+"""Notebook 12's exercise checks: the context at which a decode step's attention reads as much as its
+projections, and the batch at which a decode projection turns compute-bound; each answer is held to the
+atlas (``models.transformer``)."""
 from __future__ import annotations
 
 from course_lib.core.hardware import spec
@@ -15,21 +16,52 @@ def attention_floor_s(model: str, batch: int, context: int, gpu: str = "h200", r
     return op.bound(spec(gpu)).seconds
 
 
-def check_attention_floor(model: str, batch: int, context: int, answer_us) -> Verdict:
-    """Exercise: the floor, in µs, of one decode step's grouped attention at ``batch`` × ``context``."""
-    if answer_us is None:
-        return Verdict("Not answered yet: replace None with your floor in µs.", False)
-    want = attention_floor_s(model, batch, context) * 1e6
-    rep = attention_floor_s(model, batch, context, replicated_kv=True) * 1e6
-    if _close(answer_us, want, 0.05):
-        return Verdict(f"Correct: {want:.1f} µs. The step reads each sequence's K and V once for the group, "
-                       f"{batch} × {context:,} tokens × 8 KV heads × 128 × 2 (K and V) × 2 bytes, at the HBM's "
-                       "bandwidth; Q and the output add next to nothing.", True)
-    if _close(answer_us, rep, 0.05):
-        return Verdict(f"That is the replicated cache's floor ({rep:.1f} µs): with grouped-query attention each KV "
-                       "head is read once for its 4 query heads, not once per query head.", False)
-    return Verdict(f"Not quite: {answer_us} µs. Count the bytes: K and V for every cached token of every KV head "
-                   "of every sequence, 2 bytes an element; divide by the H200's HBM bandwidth.", False)
+def attention_crossover(model: str, batch: int) -> tuple[float, float, float]:
+    """At decode, ``batch`` sequences: (the four projections' compulsory MB, the bytes one more cached token
+    adds to attention's, the context at which attention's floor equals the four projections' together).
+    Every op here is memory-bound (checked), so floors equal where bytes do, on any GPU."""
+    shape = MODELS[model]
+
+    def ops(context):
+        return transformer.layer_ops(shape, transformer.decode(batch, context))
+
+    proj = sum(o.bytes for o in ops(1) if o.kind == "gemm")
+    att1, att2 = (next(o for o in ops(c) if o.kind == "attention").bytes for c in (1, 2))
+    per_token = att2 - att1
+    crossover = 1 + (proj - att1) / per_token
+    gpu = spec("h200")
+    if any(op.bound(gpu).binding_roof != "memory" for op in ops(max(1, round(crossover)))
+           if op.kind in ("gemm", "attention")):
+        raise ValueError(f"at batch {batch} a projection or attention is compute-bound: floors do not follow bytes")
+    return proj / 1e6, per_token, crossover
+
+
+def check_attention_crossover(model: str, batch: int, projections_mb, bytes_per_token, crossover_tokens) -> Verdict:
+    """Exercise: at decode, ``batch`` sequences, the four projections' compulsory MB, the bytes one more cached
+    token adds to the step's attention, and the context at which attention's floor reaches the projections'.
+    Each number is judged on its own, and the crossover also against the learner's own two numbers."""
+    answers = (projections_mb, bytes_per_token, crossover_tokens)
+    if any(a is None for a in answers):
+        return Verdict("Not answered yet: replace each None with your number.", False)
+    want = attention_crossover(model, batch)
+    ok = [_close(got, w, rel) for got, w, rel in zip(answers, want, (0.02, 0.01, 0.03))]
+    if all(ok):
+        return Verdict(f"Correct: from about {want[2]:,.0f} cached tokens on, attention reads more than the four "
+                       "projections' weights at every step. Both are memory-bound, so the crossover is a ratio of "
+                       "bytes: the same on any GPU on which both stay memory-bound.", True)
+    lines = ["projections' MB: " + ("right" if ok[0] else "not right. Add the MB of the four projections in the "
+                                    "decode table above (weights and activations)."),
+             "bytes a cached token adds: " + ("right" if ok[1] else "not right. One more token is one more K row "
+                                              "and V row of every KV head, in every sequence of the batch."),
+             "crossover: " + ("right" if ok[2] else "not right.")]
+    if not ok[2]:
+        try:
+            follows = _close(crossover_tokens, float(projections_mb) * 1e6 / float(bytes_per_token), 0.03)
+        except (TypeError, ValueError, ZeroDivisionError):
+            follows = False
+        lines[2] += (" It follows from your two numbers, so fix the one marked not right." if follows else
+                     " Find the context at which the attention's bytes equal the projections' bytes.")
+    return Verdict("Not quite:\n  " + "\n  ".join(lines), False)
 
 
 def compute_bound_batch(model: str, op_name: str, context: int, gpu: str = "h200") -> int:

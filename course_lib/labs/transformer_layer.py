@@ -2,7 +2,9 @@
 (``models.transformer``) and then measured.
 
 * ``layer.memory_ceilings``: the read bandwidth of a working set served by L1, by L2 and by HBM
-  (``kernels/memory_hierarchy.cu``): the hierarchical roofline's three ceilings, measured.
+  (``kernels/memory_hierarchy.cu``): the hierarchical roofline's three ceilings, measured. The "L2" one is
+  the partitioned read of a set that fits the L2; its loads go through L1 and each SM re-reads the same
+  share every repetition, so L1 hits are not excluded from it (``scripts/probe_l2_ceiling.py`` tests that).
 * ``layer.decode_attention``: one decode step's attention over a bf16 KV cache, Llama 3 8B's 32
   query heads on 8 KV heads, at several batches and context lengths: the course's grouped kernel
   (each KV byte read once per group), the same math over a cache replicated to 32 heads, the grouped
@@ -12,7 +14,7 @@
   kernel named, eager elementwise ops) and, on a Hopper GPU, the course's GEMM for the four projections
   (the plan notebook 10's dispatch picks for each shape: a rung, or split-K) and its decode attention; then
   the layer end to end:
-  eager, as one CUDA graph, and through ``torch.compile``.
+  eager, as one CUDA graph, and through ``torch.compile``, each held and (the second protocol) back to back.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
 from course_lib.launch.operands import (bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel, random_operand,
                                        to_bf16_bits, torch_view)
 from course_lib.measure import experiments, profiler
+from course_lib.measure.conditions import protocol_cells
 from course_lib.measure.evidence import Case, Check, NotRecorded
 from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
 from course_lib.measure.profiler import kernels_launched, short_kernel_name
@@ -79,8 +82,9 @@ def memory_ceilings(per_block_sets: list[int], shared_sets: list[int], bytes_per
 
 def ceilings(result) -> dict[str, float]:
     """The three ceilings in bytes/s: L1, the best per-block read of a set that fits every SM's L1
-    (64 KiB or less); L2, the best shared read of a set at most half the L2; HBM, the median shared
-    read of a set at least 16 times the L2 (no reuse possible)."""
+    (64 KiB or less); L2, the best shared read of a set at most half the L2 (L1 hits not excluded: each
+    SM re-reads the same share of it); HBM, the median shared read of a set at least 16 times the L2
+    (no reuse possible)."""
     l2 = result.machine["l2_bytes"]
     per_block = [c for c in result.cases if c.params["kind"] == "per block" and c.params["set_bytes"] <= 64 * KIB]
     in_l2 = [c for c in result.cases if c.params["kind"] == "partitioned" and c.params["set_bytes"] <= l2 // 2]
@@ -116,6 +120,9 @@ SDPA_GQA = "PyTorch SDPA, enable_gqa=True"
 SDPA_EXPANDED = "PyTorch SDPA on repeat_interleave'd K and V"
 CACHE_READ = "one read of the K and V cache (the floor)"
 DECODE_PLANS = (CACHE_READ, GROUPED, REPLICATED, DIM_MAJOR, SDPA_GQA, SDPA_EXPANDED)
+# The tables' short names for the plans (the notebook's list of plans is their legend); the cases keep the long ones.
+SHORT = {CACHE_READ: "cache read", GROUPED: "grouped", REPLICATED: "replicated", DIM_MAJOR: "dim-major",
+         SDPA_GQA: "SDPA-GQA", SDPA_EXPANDED: "SDPA-expanded"}
 DECODE_METRICS = ["dram__bytes_read.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
                   "gpu__time_duration.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
@@ -296,8 +303,8 @@ def decode_rows(result) -> list[dict]:
         for plan in DECODE_PLANS[1:]:
             c = cases.get((batch, context, plan))
             if c is not None:
-                row[f"{plan} µs"] = c.median_s * 1e6
-                row[f"{plan} ÷ floor"] = c.median_s / floor.median_s
+                row[f"{SHORT[plan]} µs"] = c.median_s * 1e6
+                row[f"{SHORT[plan]} ÷ floor"] = c.median_s / floor.median_s
         rows.append(row)
     return rows
 
@@ -311,7 +318,7 @@ def decode_byte_rows(result) -> list[dict]:
         if "ncu" not in c.extra:
             continue
         m = c.extra["ncu"]
-        rows.append({"plan": c.params["plan"], "batch": c.params["batch"], "context": c.params["context"],
+        rows.append({"plan": SHORT[c.params["plan"]],
                      "DRAM bytes read (ncu) MiB": m["dram__bytes_read.sum"] / MIB,
                      "grouped model MiB": c.extra["floor_bytes"] / MIB,
                      "replicated model MiB": c.extra["replicated_bytes"] / MIB,
@@ -612,8 +619,17 @@ def op_rows(result) -> list[dict]:
                          "share of the ops' time": c.median_s / total,
                          "course kernel": course[0].params["plan"].removeprefix("course ") if course else None,
                          "course µs": course[0].median_s * 1e6 if course else None,
-                         "PyTorch kernels": len(c.extra.get("kernels", []))})
+                         "PyTorch kernels": len(c.extra.get("kernels", [])),
+                         "PyTorch's two protocols": _protocols(c)})
     return rows
+
+
+def _protocols(case) -> str | None:
+    """A library timing's two protocols (held calls, blocks of back-to-back calls): whether they agreed."""
+    if "second_protocol" not in case.extra:
+        return None
+    verdict = protocol_cells(case)["protocols"]
+    return verdict + (" at the power cap" if case.power_limited else "")
 
 
 @beside_reference
@@ -625,15 +641,27 @@ def layer_rows(result) -> list[dict]:
         ops = [c for c in result.cases if c.params["phase"] == phase and c.params["op"] != "layer"
                and c.params["plan"] == "PyTorch"]
         for c in layer:
-            rows.append({"phase": phase, "plan": c.params["plan"], "µs": c.median_s * 1e6,
-                         "÷ the atlas floor": c.median_s / c.extra["bound_s"],
-                         "kernels launched": c.extra.get("kernels_launched")})
+            row = {"phase": phase, "plan": c.params["plan"], "held µs": c.median_s * 1e6,
+                   "held ÷ the atlas floor": c.median_s / c.extra["bound_s"],
+                   "back to back µs": None, "back to back ÷ the atlas floor": None, "protocols": None,
+                   "kernels launched": c.extra.get("kernels_launched")}
+            if "second_protocol" in c.extra:
+                cells = protocol_cells(c)
+                row["back to back µs"] = cells["back-to-back µs"]
+                row["back to back ÷ the atlas floor"] = cells["back-to-back µs"] * 1e-6 / c.extra["bound_s"]
+                row["protocols"] = _protocols(c)
+            rows.append(row)
         if layer and ops:
             total = sum(c.median_s for c in ops)
-            rows.append({"phase": phase, "plan": SUM_OF_OPS, "µs": total * 1e6,
-                         "÷ the atlas floor": total / layer[0].extra["bound_s"],
+            rows.append({"phase": phase, "plan": SUM_OF_OPS, "held µs": total * 1e6,
+                         "held ÷ the atlas floor": total / layer[0].extra["bound_s"],
                          "kernels launched": sum(len(c.extra.get("kernels", [])) for c in ops)})
     return rows
+
+
+def layer_back_to_back_s(case) -> float:
+    """A layer case's back-to-back median (seconds a layer): the blocks of the attempt whose held timing it kept."""
+    return protocol_cells(case)["back-to-back µs"] * 1e-6
 
 
 def sdpa_backends(result) -> dict[str, list[str]]:
@@ -647,9 +675,32 @@ def floors_per_op(result) -> dict:
     return {(c.params["phase"], c.params["op"]): c.extra["bound_s"] for c in result.cases if "bound_s" in c.extra}
 
 
+OP_LABELS = {"RMSNorm (attention)": "RMSNorm", "Q, K, V projection": "QKV", "RoPE on Q and K": "RoPE",
+             "attention (grouped K and V)": "attention", "output projection": "out",
+             "residual add (attention)": "residual add", "RMSNorm (MLP)": "RMSNorm",
+             "gate and up projections": "gate·up", "SiLU(gate) · up": "SiLU·up", "down projection": "down",
+             "residual add (MLP)": "residual add"}
+LEVEL_LABELS = {"L1": "L1 (per-block read)", "L2": "L2? (partitioned read, L1 hits not excluded)",
+                "HBM": "HBM (partitioned read)"}
+
+
+def _label_clusters(points: list[tuple[float, float, str]], near: float = 0.15) -> list[tuple[float, float, str]]:
+    """Points closer than ``near`` decades on both axes share one label (names joined, each once), so the
+    labels of ops that land together do not print over each other."""
+    clusters: list[list[tuple[float, float, str]]] = []
+    for x, y, name in sorted(points):
+        for cl in clusters:
+            if any(abs(np.log10(x / cx)) < near and abs(np.log10(y / cy)) < near for cx, cy, _ in cl):
+                cl.append((x, y, name))
+                break
+        else:
+            clusters.append([(x, y, name)])
+    return [(max(x for x, _, _ in cl), max(y for _, y, _ in cl), "/".join(dict.fromkeys(n for *_, n in cl))) for cl in clusters]
+
+
 def hierarchy_figure(ceiling_result, layer_result):
-    """The hierarchical roofline: three measured read ceilings and the datasheet bf16 peak, with each
-    op of the layer at its compulsory intensity and measured speed (PyTorch's plan)."""
+    """The measured read ceilings and the datasheet bf16 peak, with each op of the layer at its compulsory
+    (HBM) intensity and measured speed (PyTorch's plan): one intensity per op, not one per level."""
     import matplotlib.pyplot as plt
 
     levels = ceilings(ceiling_result)
@@ -658,17 +709,20 @@ def hierarchy_figure(ceiling_result, layer_result):
     xs = np.logspace(-1.3, 4, 300)
     for (name, bw), style in zip(levels.items(), ("-", "--", ":")):
         ax.plot(xs, np.minimum(peak, xs * bw) / 1e12, "k" + style, lw=1,
-                label=f"{name}: measured {bw / 1e12:.1f} TB/s")
+                label=f"{LEVEL_LABELS[name]}: measured {bw / 1e12:.1f} TB/s")
     ax.axhline(peak / 1e12, color="grey", lw=0.8)
     for phase, marker in (("prefill", "o"), ("decode", "s")):
         pts = [c for c in layer_result.cases if c.params["phase"] == phase and c.params["plan"] == "PyTorch"]
         ax.plot([c.flop / c.bytes for c in pts], [c.flop_per_s / 1e12 for c in pts], marker, ls="none",
                 label=f"{phase} ops (PyTorch, measured)")
-        for c in pts:
-            ax.annotate(c.params["op"].split(" (")[0][:18], (c.flop / c.bytes, c.flop_per_s / 1e12), fontsize=6,
-                        textcoords="offset points", xytext=(3, 3))
-    ax.set(xscale="log", yscale="log", xlabel="FLOP per compulsory byte", ylabel="TFLOP/s",
-           title=f"one Llama 3 8B layer on the hierarchical roofline (bf16 peak {peak / 1e12:.0f} TFLOP/s, datasheet)")
+        named = [(c.flop / c.bytes, c.flop_per_s / 1e12, OP_LABELS.get(c.params["op"], c.params["op"][:18]))
+                 for c in pts]
+        for x, y, text in _label_clusters(named):
+            ax.annotate(text, (x, y), fontsize=6, textcoords="offset points", xytext=(6, -2))
+    ax.set(xscale="log", yscale="log", xlabel="FLOP per compulsory (HBM) byte", ylabel="TFLOP/s",
+           title=f"one Llama 3 8B layer, each op at its compulsory (HBM) intensity; bf16 peak "
+                 f"{peak / 1e12:.0f} TFLOP/s (datasheet)")
+    ax.title.set_fontsize(9)
     ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{ceiling_result.provenance}; {layer_result.provenance}", fontsize=8)
     fig.tight_layout()
@@ -679,12 +733,19 @@ def hierarchy_figure(ceiling_result, layer_result):
 
 def atlas_rows(phase: transformer.Phase, gpu: str = "h200", model: str = "Llama 3 8B",
                replicated_kv: bool = False) -> list[dict]:
-    """The atlas (analytic) of one layer at ``phase``: each op's FLOPs, bytes, intensity, floor and share."""
-    rows = transformer.atlas(MODELS[model], phase, gpu_spec(gpu), "bf16", replicated_kv)
+    """The atlas (analytic) of one layer at ``phase``: each op's FLOPs, bytes, intensity, floor and share; then
+    the output head, which runs once per model, not per layer (outside the layer's shares)."""
+    shape, spec_ = MODELS[model], gpu_spec(gpu)
+    rows = transformer.atlas(shape, phase, spec_, "bf16", replicated_kv)
+    head = transformer.output_head(shape, phase)
     shares = transformer.time_shares(rows)
-    return [{"op": r.op.name, "GFLOP": r.op.flop / 1e9, "MB": r.op.bytes / 1e6, "FLOP per byte": r.op.intensity,
-             "floor µs": r.seconds * 1e6, "bound by": r.bound.binding_roof, "share of the floor": share}
-            for r, share in zip(rows, shares)]
+
+    def row(op, bound, share) -> dict:
+        return {"op": op.name, "GFLOP": op.flop / 1e9, "MB": op.bytes / 1e6, "FLOP per byte": op.intensity,
+                "floor µs": bound.seconds * 1e6, "bound by": bound.binding_roof, "share of the floor": share}
+
+    return ([row(r.op, r.bound, share) for r, share in zip(rows, shares)]
+            + [row(head, head.bound(spec_), "once per model")])
 
 
 def decode_loop_source() -> str:

@@ -1,6 +1,7 @@
 """The layer atlas calculator (for notebook 12): a model shape, a phase (prefill or decode), the batch,
 the sequence or KV length and a GPU in; every op of one decoder layer out, with its FLOPs, compulsory
-bytes, intensity, roofline floor, binding roof and share of the layer's floor."""
+bytes, intensity, roofline floor, binding roof and share of the layer's floor; and, under them, the output
+head (once per model, so outside the layer's floor) and the whole model's floor, every layer and the head."""
 from __future__ import annotations
 
 import html
@@ -36,6 +37,13 @@ def render_atlas(shape: ModelShape, phase: Phase, gpu: GpuSpec, replicated_kv: b
         f"<td>{100 * share:.1f}%</td></tr>" for r, share in zip(rows, shares))
     total = sum(r.seconds for r in rows)
     memory_bound = sum(s for r, s in zip(rows, shares) if r.bound.binding_roof == "memory")
+    head = transformer.output_head(shape, phase, DTYPE)
+    head_bound = head.bound(gpu)
+    # The output head runs once per model, not per layer: shown under the layer's ops, outside its floor.
+    head_row = (f'<tr data-once-per-model="{html.escape(head.name)}" style="font-style:italic">'
+                f"<td>{html.escape(head.name)}</td><td>{head.flop / 1e9:,.3g}</td><td>{head.bytes / 1e6:,.4g}</td>"
+                f"<td>{head.intensity:,.3g}</td><td>{_fmt_seconds(head_bound.seconds)}</td>"
+                f"<td>{head_bound.binding_roof}</td><td>once per model</td></tr>")
     where = (f"{phase.batch} × {phase.tokens:,} tokens" if phase.name == "prefill"
              else f"{phase.batch} × 1 token over {phase.context:,} cached")
     return (
@@ -43,12 +51,15 @@ def render_atlas(shape: ModelShape, phase: Phase, gpu: GpuSpec, replicated_kv: b
         f"<b>{html.escape(shape.name)}</b>, one layer, {phase.name} ({where}), {DTYPE}, on "
         f"<b>{html.escape(gpu.name)}</b>{' with K and V replicated per query head' if replicated_kv else ''}"
         f'<table style="font-size:90%"><tr><th>op</th><th>GFLOP</th><th>MB</th><th>FLOP/B</th><th>floor</th>'
-        f"<th>roof</th><th>share</th></tr>{body}</table>"
+        f"<th>roof</th><th>share</th></tr>{body}{head_row}</table>"
         f"Layer floor: {span('course-layer-floor', _fmt_seconds(total))}; "
-        f"memory-bound ops: {span('course-memory-share', f'{100 * memory_bound:.0f}%')} of it<br>"
+        f"memory-bound ops: {span('course-memory-share', f'{100 * memory_bound:.0f}%')} of it; "
+        f"all {shape.layers} layers and the output head: "
+        f"{span('course-model-floor', _fmt_seconds(shape.layers * total + head_bound.seconds))}<br>"
         f"<small>analytic: compulsory bytes at the HBM boundary and the {DTYPE} tensor-core peak (fp32 for "
         f"elementwise ops and norms) of the {html.escape(gpu.name)} datasheet; no launch cost, caches or "
-        f"overlap between ops</small></div>")
+        f"overlap between ops. The output head (modelled: the last token of each sequence onto the vocabulary) "
+        f"runs once per model, so it is outside the layer's floor and shares</small></div>")
 
 
 class LayerAtlasCalculator:
