@@ -477,6 +477,26 @@ def test_recorded_hopper_epilogue_beats_cublas_and_compile_and_the_staged_residu
     assert [round(r["MUFU (XU) instructions (M)"], 2) for r in profile][1:] == [0.55] * 3   # 16.8 M tanh / 32
 
 
+def test_the_hopper_epilogue_against_compile_shows_each_run_both_protocols_and_the_flags():
+    """08's headline table: one row per shape and recorded run, the fused rung 7 over cuBLAS + torch.compile by
+    held calls and against the library's back-to-back median, with the protocols' verdict beside them."""
+    result = experiments.replay("fusion.hopper_epilogue", experiments.resolve_params("fusion.hopper_epilogue"), "h200")
+    rows = lab_fusion.hopper_epilogue_compile_rows(result)
+    runs = result.runs()
+    assert len(rows) == len(runs) * len(result.params["shapes"])
+    assert [r["run"] for r in rows] == [f"{i} of {len(runs)}" for i in range(1, len(runs) + 1)
+                                        for _ in result.params["shapes"]]
+    for run, row in zip((run for run in runs for _ in result.params["shapes"]), rows):
+        shape = [int(x) for x in row["M x N x K"].split("x")]
+        fused = next(c for c in run.cases if c.params == {"shape": shape, "plan": lab_fusion.HOPPER_WHOLE_EPILOGUE.label})
+        compiled = next(c for c in run.cases if c.params == {"shape": shape, "plan": lab_fusion.HOPPER_COMPILE.label})
+        assert row["ratio"] == pytest.approx(fused.median_s / compiled.median_s)
+        assert row["ratio"] < 1 and row["ratio to back-to-back"] < 1
+        assert ("flagged" in row["protocols"]) == (not compiled.extra["second_protocol"]["agree"]
+                                                    or "moves_between_runs" in compiled.extra)
+    assert {r["power-limited"] for r in rows if r["M x N x K"] == "8192x8192x8192"} == {"yes"}
+
+
 def test_the_reread_launch_covers_every_row_with_two_to_eight_slots_a_thread():
     for n in (1, 5, 1000, 1024, 4097, 8192, 12288, 16385, 32767, 32768):
         vecs, threads = fusion_launch.reread_launch(n)

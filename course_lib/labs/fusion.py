@@ -69,7 +69,7 @@ from course_lib.launch.operands import (
     to_bf16_bits,
     torch_view,
 )
-from course_lib.measure import profiler
+from course_lib.measure import conditions, profiler
 from course_lib.measure.evidence import Case
 from course_lib.measure.experiments import (
     beside_reference,
@@ -1015,6 +1015,34 @@ def hopper_epilogue_rows(result) -> list[dict]:
                          "time / cuBLAS + compile": (f"{c.median_s / compiled.median_s:.3f}"
                                                      if compiled is not None and plan.fused else ""),
                          "kernels": c.extra["kernels"]["count"]})
+    return rows
+
+
+HOPPER_WHOLE_EPILOGUE = HOPPER_FUSED["bias + GELU + residual"]
+
+
+@beside_reference
+def hopper_epilogue_compile_rows(result) -> list[dict]:
+    """At each shape of each run: rung 7 with bias + GELU + residual fused (the residual brought in by the TMA) against
+    cuBLAS followed by torch.compile's epilogue kernel. Both are timed by the harness's held calls; the
+    library's second protocol (blocks of back-to-back calls) is set beside them with its verdict, so a
+    ratio to a flagged reference is shown with the flag and with the other protocol's figure."""
+    rows = []
+    runs = result.runs()   # a record holds two runs: each is shown
+    for i, run in enumerate(runs, 1):
+        for shape, cs in _cases_by_shape(run):
+            fused, compiled = cs[HOPPER_WHOLE_EPILOGUE.label], cs.get(HOPPER_COMPILE.label)
+            if compiled is None:   # torch.compile was unavailable in that run: the full table says why
+                continue
+            protocols = conditions.protocol_cells(compiled)
+            rows.append({"run": f"{i} of {len(runs)}", "M x N x K": "x".join(map(str, shape)),
+                         "fused rung 7 µs": fused.median_s * 1e6,
+                         "cuBLAS + torch.compile µs": protocols["held calls µs"],
+                         "ratio": fused.median_s * 1e6 / protocols["held calls µs"],
+                         "its back-to-back µs": protocols["back-to-back µs"],
+                         "ratio to back-to-back": fused.median_s * 1e6 / protocols["back-to-back µs"],
+                         "protocols": protocols["protocols"],
+                         "power-limited": "yes" if fused.power_limited or compiled.power_limited else "no"})
     return rows
 
 
