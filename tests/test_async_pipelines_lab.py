@@ -110,14 +110,21 @@ def test_check_stages_accepts_the_fewest_and_rejects_others():
     assert not check_stages(1.8e-6, 0.4e-6, 32768, 163840, None).correct
 
 
-def test_check_winner_follows_the_measurement(recorded):
+def test_check_winner_follows_the_measurement_and_judges_each_item(recorded):
     st = recorded["streaming"]
     sync4 = {"kernel": "stream_sync", "blocks_per_sm": 4, "stages": None}   # 16 KiB in flight, 32 warps
-    async4 = {"kernel": "stream_cp_async", "blocks_per_sm": 1, "stages": 3}   # 32 KiB, 8 warps
-    assert check_winner(st, sync4, async4, "second").correct
-    assert not check_winner(st, sync4, async4, "first").correct
-    assert not check_winner(st, sync4, async4, None).correct
-    assert not check_winner(st, sync4, {"kernel": "stream_sync", "blocks_per_sm": 99, "stages": None}, "first").correct
+    async3 = {"kernel": "stream_cp_async", "blocks_per_sm": 1, "stages": 3}   # 32 KiB, 8 warps
+    right = (4 * 256 * 16, 2 * 16 * 1024)
+    assert check_winner(st, sync4, async3, "second", right).correct
+    assert "GB/s" in check_winner(st, sync4, async3, "second", right)           # the measurement, once all are right
+    assert not check_winner(st, sync4, async3, "second").correct                # the bytes are part of the answer
+    assert not check_winner(st, sync4, async3, None, right).correct
+    for wrong in (check_winner(st, sync4, async3, "first", right),
+                  check_winner(st, sync4, async3, "second", (right[0], 3 * 16 * 1024))):   # S tiles, not S - 1
+        assert not wrong.correct and "not right" in wrong
+        assert "GB/s" not in wrong and "49,152" not in wrong and "32,768" not in wrong   # never the answer
+    assert not check_winner(st, sync4, {"kernel": "stream_sync", "blocks_per_sm": 99, "stages": None}, "first",
+                            right).correct
 
 
 def test_chase_hops_warm_a_cache_sized_footprint_and_cap_a_larger_one():

@@ -92,6 +92,41 @@ def test_pipelined_lies_between_its_bounds_and_meets_them_when_covered():
     assert 0 < covered < len(GRID)
 
 
+def test_the_cp_async_order_keeps_one_tile_fewer_in_flight_and_stays_within_its_bounds():
+    """Waiting for tile j before issuing tile j + S - 1: tile i also waits for tile i - S + 1 to land."""
+    covered = 0
+    for case in GRID:
+        load_s, compute_s, store_s, extra, n, stages = case
+        kw = dict(latency_s=load_s + extra)
+        after = pipeline.schedule_times(load_s, compute_s, store_s, n, stages, issue_after_landing=True, **kw)
+        refill = pipeline.schedule_times(load_s, compute_s, store_s, n, stages, **kw)
+        floor = after.latency_s + compute_s + store_s + (n - 1) * max(load_s, compute_s, store_s)
+        assert floor - 1e-9 <= after.pipelined_s <= after.predicted_s + 1e-9, case
+        assert after.pipelined_s >= refill.pipelined_s - 1e-9, case          # never ahead of the TMA order
+        assert after.stages_needed >= refill.stages_needed and after.beat_s >= refill.beat_s, case
+        if after.covered:
+            covered += 1
+            assert after.pipelined_s == pytest.approx(floor, rel=1e-12), case
+        loads = times(after.pipelined, "load")
+        assert all(loads[i][0] >= loads[i - stages + 1][1] - 1e-12 for i in range(stages - 1, n)), case
+        assert after.serial == refill.serial, case
+    assert 0 < covered < len(GRID)
+
+
+def test_a_short_math_makes_the_two_stage_cp_async_loop_nearly_serial():
+    """Notebook 09's streaming loops: two stages in the cp.async order run like one, the TMA's do not."""
+    kw = dict(latency_s=3.0)
+    after = pipeline.schedule_times(1.0, 0.1, 0.05, 16, 2, issue_after_landing=True, **kw)
+    refill = pipeline.schedule_times(1.0, 0.1, 0.05, 16, 2, **kw)
+    assert after.beat_s == 3.0 and refill.beat_s == pytest.approx(1.55)
+    assert after.pipelined_s > 0.9 * after.serial_s > refill.pipelined_s
+    assert (after.stages_needed, refill.stages_needed) == (4, 4)
+    # with the math as long as the load, the two orders need the same stages at a steady latency
+    same = [pipeline.schedule_times(1.0, 1.0, 0.5, 12, s, latency_s=2.0, issue_after_landing=o) for o in (False, True)
+            for s in (2, 3)]
+    assert [x.stages_needed for x in same] == [3, 3, 3, 3]
+
+
 def test_without_extra_latency_two_stages_always_cover():
     for load_s, compute_s, store_s in itertools.product((0.5, 1.0, 3.0), repeat=3):
         sched = pipeline.schedule_times(load_s, compute_s, store_s, 10, 2)
@@ -231,6 +266,17 @@ def test_each_timeline_has_one_box_per_unit_and_iteration():
     assert 'class="course-in-flight"' in calc.answer.value          # latency 2.5 µs > 1 µs transfer
     calc.latency.value = 1.0
     assert 'class="course-in-flight"' not in calc.answer.value
+
+
+def test_the_order_menu_switches_the_pipelined_schedule_to_the_cp_async_order():
+    from course_lib.widgets.async_pipelines import ORDERS
+
+    calc = pipeline_calculator(compute_us=0.2, latency_us=2.5)
+    refill = shown(calc, "course-pipelined-time")
+    calc.order.value = next(k for k, v in ORDERS.items() if v)
+    want = pipeline.schedule_times(1e-6, 0.2e-6, 0.5e-6, 8, 2, latency_s=2.5e-6, issue_after_landing=True)
+    assert shown(calc, "course-pipelined-time") == _fmt_seconds(want.pipelined_s) != refill
+    assert "tile i issued once tile i − S + 1 has landed" in calc.answer.value
 
 
 @pytest.mark.parametrize("control, value, message", [

@@ -1,5 +1,7 @@
 """Notebook 09's exercise checks: the stage count that hides a latency within a shared-memory
-budget, and which of two streaming kernels a measurement favours."""
+budget, and a prediction made before the streaming table: the bytes two kernels keep in flight, and
+which of them a measurement favours. A verdict says which items are right, never the answer to one
+that is not."""
 from __future__ import annotations
 
 from course_lib.exercises.base import Verdict
@@ -25,7 +27,7 @@ def check_stages(latency_s: float, compute_s_per_stage: float, stage_bytes: int,
         if answer == "does not fit":
             return Verdict(f"Correct: hiding it takes {need} stages, {need * stage_bytes:,} B, over the "
                            f"{smem_budget_bytes:,} B budget. Make the tiles smaller or the math per stage longer.", True)
-        return Verdict(f"Not quite: count the bytes: {need} stages of {stage_bytes:,} B each.", False)
+        return Verdict("Not quite: count the stages that hide the load, then the shared memory they take.", False)
     if answer == want:
         return Verdict(f"Correct: while one stage computes, the other {want - 1} are in flight, and "
                        f"{want - 1} × {compute_s_per_stage * 1e6:g} µs ≥ {latency_s * 1e6:g} µs; "
@@ -36,19 +38,42 @@ def check_stages(latency_s: float, compute_s_per_stage: float, stage_bytes: int,
                    "their math must last as long as a load takes to land.", False)
 
 
-def check_winner(result, first: dict, second: dict, answer) -> Verdict:
-    """Exercise: which of two ``pipeline.streaming`` variants (their params) ran faster: "first" or
-    "second", predicted from their bytes in flight and checked against the measurement."""
+def _same_bytes(got, want: int) -> bool:
+    try:
+        return abs(float(got) - want) <= 0.01 * want
+    except (TypeError, ValueError):
+        return False
+
+
+def check_winner(result, first: dict, second: dict, answer, in_flight=(None, None)) -> Verdict:
+    """Exercise: predict, before the streaming table, the bytes each of two ``pipeline.streaming``
+    variants (their params) keeps on its way per SM while it waits (``in_flight``, read from the
+    kernels' descriptions), and which of them streams faster, "first" or "second" (``answer``), checked
+    against the measurement in ``result``. The verdict says which of the three items are right, and
+    shows the measurement only once all three are."""
+    if answer is None:
+        return Verdict('Not answered yet: name the faster, "first" or "second", and give the bytes in flight per '
+                       "SM of each as in_flight.", False)
     if answer not in ("first", "second"):
-        return Verdict('Answer "first" or "second".', False)
+        return Verdict('Answer "first" or "second", and give the bytes in flight per SM of each as in_flight.', False)
     found = [[c for c in result.cases if c.params == p] for p in (first, second)]
     if not all(found):
         return Verdict(f"{result.experiment} did not measure both variants: {first}, {second}.", False)
     a, b = found[0][0], found[1][0]
-    want = "first" if a.median_s < b.median_s else "second"
-    told = (f"{a.name}: {a.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with {bytes_in_flight(a):,} B in "
-            f"flight per SM; {b.name}: {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s with "
-            f"{bytes_in_flight(b):,} B ({result.provenance}).")
-    if answer == want:
-        return Verdict(f"Correct. {told}", True)
-    return Verdict(f"Not this time. {told} Bytes in flight, not warps, set the bandwidth.", False)
+    try:
+        mine = tuple(in_flight)
+    except TypeError:
+        mine = ()
+    if len(mine) != 2 or None in mine:
+        return Verdict("Not answered yet: give in_flight as (bytes of the first, bytes of the second), per SM.", False)
+    marks = [("bytes in flight of the first", _same_bytes(mine[0], bytes_in_flight(a))),
+             ("bytes in flight of the second", _same_bytes(mine[1], bytes_in_flight(b))),
+             ("the faster one", answer == ("first" if a.median_s < b.median_s else "second"))]
+    lines = [f"  {'✔ right' if ok else '✘ not right'}: {what}" for what, ok in marks]
+    if all(ok for _, ok in marks):
+        return Verdict("Correct.\n" + "\n".join(lines) + f"\nMeasured: {a.name}, {a.bandwidth_bytes_per_s / 1e9:,.0f} "
+                       f"GB/s; {b.name}, {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s ({result.provenance}).", True)
+    hint = ("Count from the kernels' descriptions above the table: what each resident thread of the synchronous "
+            "kernel has on its way, and how many 16 KiB tiles a loop that waits for a tile before it issues the "
+            "next one has out.")
+    return Verdict("Not yet:\n" + "\n".join(lines) + "\n" + hint, False)

@@ -597,7 +597,7 @@ def streaming_figure(result, latency_ns: float):
                                                for x in xs)], "k--", lw=1,
             label=f"Little's law at the unloaded latency ({latency_ns:.0f} ns)")
     ax.set(xscale="log", xlabel="bytes in flight per SM (KiB, the most the code allows while it waits)", ylabel="GB/s",
-           title=f"Bandwidth follows bytes in flight ({result.provenance})")
+           title=f"Bandwidth against bytes in flight ({result.provenance})")
     ax.legend(fontsize=7)
     return fig
 

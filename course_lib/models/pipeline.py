@@ -23,6 +23,13 @@ When S · P ≥ L + c the two bounds meet and the formula is exact: the loads ar
 compute-bound loop (P = c) that is (S − 1) · c ≥ L, the rule of ``stages_to_cover``. Without extra
 latency (L = l) two stages always cover.
 
+That is the refill order of a TMA ring: a slot is refilled as soon as the math on it ends. A `cp.async` loop
+written in the usual order issues differently: it waits for tile j to land, synchronises, and only then issues
+tile j + S − 1 (``issue_after_landing``). Tile i then also waits for tile i − S + 1 to land, so while the loop
+waits it has S − 1 tiles on their way, and its beat is max(P, (L + c) / S, L / (S − 1)); it is covered when
+(S − 1) · P ≥ L. At a steady latency and P = c the two orders need the same stages; where the math is short
+(a streaming loop) the `cp.async` order needs one stage more.
+
 Little's law sizes the same thing from the memory side: to keep a bandwidth B busy across a latency L,
 B · L bytes must be in flight, shared between the SMs. Every stage costs a tile of A and B in shared
 memory, and shared memory is one of the resources that decide how many blocks stay resident: more
@@ -60,21 +67,27 @@ class Event:
     end_s: float
 
 
-def _events(load: float, latency: float, compute: float, store: float, n: int, stages: int) -> tuple[Event, ...]:
+def _events(load: float, latency: float, compute: float, store: float, n: int, stages: int,
+            issue_after_landing: bool = False) -> tuple[Event, ...]:
     """The earliest-start schedule under the rules of the module docstring (its l, L, c and s are
-    ``load``, ``latency``, ``compute`` and ``store``)."""
+    ``load``, ``latency``, ``compute`` and ``store``); ``issue_after_landing``: the `cp.async` order, tile
+    i issued only once tile i − S + 1 has landed."""
     events: list[Event] = []
     compute_end: list[float] = []
+    landed: list[float] = []
     load_free = compute_free = store_free = 0.0
     for i in range(n):
         issue = load_free
         if i >= stages:
             issue = max(issue, compute_end[i - stages])
+        if issue_after_landing and stages > 1 and i >= stages - 1:
+            issue = max(issue, landed[i - stages + 1])
         if stages == 1:                                   # synchronous: wait for the previous store too
             issue = max(issue, store_free)
         load_free = issue + load
         compute_free = max(issue + latency, compute_free) + compute
         compute_end.append(compute_free)
+        landed.append(issue + latency)
         store_free = max(compute_free, store_free) + store
         events += [Event("load", i, issue, issue + latency), Event("compute", i, compute_free - compute, compute_free),
                    Event("store", i, store_free - store, store_free)]
@@ -93,6 +106,7 @@ class Schedule:
     stages: int
     serial: tuple[Event, ...]
     pipelined: tuple[Event, ...]
+    issue_after_landing: bool = False
 
     @property
     def serial_s(self) -> float:
@@ -118,10 +132,12 @@ class Schedule:
 
     @property
     def beat_s(self) -> float:
-        """Time each iteration adds in the long run: L + c + s serial, max(l, c, s, (L + c)/S) pipelined."""
+        """Time each iteration adds in the long run: L + c + s serial, max(l, c, s, (L + c)/S) pipelined,
+        and also at least L/(S − 1) in the `cp.async` order (``issue_after_landing``)."""
         if self.stages == 1:
             return self.latency_s + self.compute_s + self.store_s
-        return max(self.slowest_s, (self.latency_s + self.compute_s) / self.stages)
+        beat = max(self.slowest_s, (self.latency_s + self.compute_s) / self.stages)
+        return max(beat, self.latency_s / (self.stages - 1)) if self.issue_after_landing else beat
 
     @property
     def predicted_s(self) -> float:
@@ -130,8 +146,10 @@ class Schedule:
 
     @property
     def stages_needed(self) -> int:
-        """The fewest stages that cover the loads: S ≥ 2 with S · max(l, c, s) ≥ L + c."""
-        return max(2, _ceil((self.latency_s + self.compute_s) / self.slowest_s))
+        """The fewest stages that cover the loads: S ≥ 2 with S · max(l, c, s) ≥ L + c; in the `cp.async`
+        order, also (S − 1) · max(l, c, s) ≥ L."""
+        need = max(2, _ceil((self.latency_s + self.compute_s) / self.slowest_s))
+        return max(need, _ceil(self.latency_s / self.slowest_s) + 1) if self.issue_after_landing else need
 
     @property
     def covered(self) -> bool:
@@ -140,12 +158,14 @@ class Schedule:
 
 
 def schedule_times(load_s: float, compute_s: float, store_s: float, iterations: int, stages: int,
-                   latency_s: float | None = None) -> Schedule:
+                   latency_s: float | None = None, issue_after_landing: bool = False) -> Schedule:
     """Both schedules of ``iterations`` load → compute → store steps with ``stages`` buffers in flight.
 
     ``load_s`` is the load path's busy time per tile, ``latency_s`` (default: ``load_s``) the time from
     issuing a load to its tile landing. Times in seconds (any one unit works: they are only added and
     compared). ``stages`` = 1 is the synchronous loop, so both schedules are then the same.
+    ``issue_after_landing``: the pipelined loop issues in the `cp.async` order (wait for a tile, then
+    issue the next) instead of refilling a slot as soon as its math ends (the TMA ring's order).
     """
     load = positive("load time", load_s)
     compute, store = positive("compute time", compute_s), positive("store time", store_s)
@@ -155,7 +175,8 @@ def schedule_times(load_s: float, compute_s: float, store_s: float, iterations: 
                          f"its bytes are transferred, got {latency_s!r}")
     n, stages = whole_number("iterations", iterations), whole_number("stages", stages)
     times = load, latency, compute, store
-    return Schedule(*times, n, stages, _events(*times, n, 1), _events(*times, n, stages))
+    after = bool(issue_after_landing)
+    return Schedule(*times, n, stages, _events(*times, n, 1), _events(*times, n, stages, after), after)
 
 
 # --------------------------------------------------------------------------- Little's law

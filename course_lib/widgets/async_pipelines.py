@@ -1,5 +1,6 @@
-"""The pipeline calculator: load, compute and store times, a latency and a stage count in; the serial and
-the pipelined schedule out, drawn as two timelines, with what the stages cost in shared memory and blocks."""
+"""The pipeline calculator: load, compute and store times, a latency, a stage count and an issue order in;
+the serial and the pipelined schedule out, drawn as two timelines, with what the stages cost in shared memory
+and blocks."""
 from __future__ import annotations
 
 import html
@@ -14,6 +15,9 @@ from course_lib.models.tiling import TILE_DTYPES
 from course_lib.widgets.base import WRAP, _fmt_seconds, error_html, ink_on, int_box, span, show
 
 US = 1e-6
+# The pipelined loop's issue order (``pipeline.schedule_times``'s issue_after_landing), as the menu names it.
+ORDERS = {"refill a slot when its math ends (TMA ring)": False,
+          "wait for a tile, then issue the next (cp.async)": True}
 LABEL_PX = 64             # the unit names left of the timeline
 TIMELINE_PX = 560
 ROW_PX = 26
@@ -83,6 +87,8 @@ def render_pipeline(s: pipeline.Schedule, cost_rows: str) -> str:
     """The answer panel: times, speedup, what covers the loads, the stage cost, then both timelines."""
     exact = ("exact: the serial loop" if s.stages == 1 else "exact: the loads are covered" if s.covered
              else "an upper bound: the stage buffers set the pace")
+    order = ("tile i issued once tile i − S + 1 has landed and its buffer is free" if s.issue_after_landing
+             else "a stage buffer free once the math on its tile ends")
     verdict = ("one stage: the loop is synchronous" if s.stages == 1 else
                "covered" if s.covered else f"not covered: {s.stages_needed} stages needed")
     speedup = span("course-speedup", f"{s.speedup:.2f}×")
@@ -100,7 +106,7 @@ def render_pipeline(s: pipeline.Schedule, cost_rows: str) -> str:
             f"{render_timeline(s.pipelined, s.load_s, s.stages, s.serial_s, f'Pipelined, {_stages(s.stages)}')}"
             f"<div><small>Same time scale for both. A box is a unit busy on one iteration, coloured by iteration; "
             f"a thin line after a load is its tile still in flight. analytic: earliest-start schedule, one "
-            f"iteration at a time per unit, a stage buffer free once the math on its tile ends.</small></div></div>")
+            f"iteration at a time per unit, {order}.</small></div></div>")
 
 
 def _float(label: str, value: float) -> W.FloatText:
@@ -110,13 +116,13 @@ def _float(label: str, value: float) -> W.FloatText:
 
 
 class PipelineCalculator:
-    """Per-tile load, compute and store times (µs), a load latency, iterations and stages → both schedules
+    """Per-tile load, compute and store times (µs), a load latency, iterations, stages and the issue order → both schedules
     as timelines, their times and speedup; a tile, dtype, block shape and GPU → what the stages cost."""
 
     def __init__(self, gpus: list[GpuSpec] | None = None, gpu: str = "NVIDIA H200", load_us: float = 1.0,
                  compute_us: float = 1.5, store_us: float = 0.5, latency_us: float = 2.5, iterations: int = 8,
                  stages: int = 2, block_m: int = 128, block_n: int = 128, block_k: int = 64, dtype: str = "bf16",
-                 threads_per_block: int = 128, registers_per_thread: int = 128):
+                 threads_per_block: int = 128, registers_per_thread: int = 128, issue_after_landing: bool = False):
         self.gpus = {g.name: g for g in (gpus or SPECS.values())}
         self.gpu = W.Dropdown(options=list(self.gpus), value=spec(gpu).name, description="GPU",
                               layout=W.Layout(width="380px"))
@@ -125,6 +131,8 @@ class PipelineCalculator:
         self.iterations = W.IntSlider(value=iterations, min=1, max=32, description="iterations",
                                       continuous_update=False)
         self.stages = W.IntSlider(value=stages, min=1, max=8, description="stages", continuous_update=False)
+        self.order = W.Dropdown(options=list(ORDERS), value=next(k for k, v in ORDERS.items() if v == issue_after_landing),
+                                description="order", layout=W.Layout(width="420px"))
         self.block_m, self.block_n, self.block_k = int_box("BM", block_m, "130px"), int_box("BN", block_n, "130px"), int_box("BK", block_k, "130px")
         self.dtype = W.Dropdown(options=list(TILE_DTYPES), value=dtype, description="dtype",
                                 layout=W.Layout(width="160px"))
@@ -132,17 +140,18 @@ class PipelineCalculator:
         self.registers = int_box("registers/thread", registers_per_thread, "170px")
         self.answer = W.HTML()
         self.answer.add_class("course-calc-answer")
-        for w in (self.gpu, self.load, self.compute_time, self.store, self.latency, self.iterations, self.stages,
+        for w in (self.gpu, self.load, self.compute_time, self.store, self.latency, self.iterations, self.stages, self.order,
                   self.block_m, self.block_n, self.block_k, self.dtype, self.threads, self.registers):
             w.observe(self._refresh, "value")
-        rows = ([self.load, self.compute_time, self.store, self.latency], [self.iterations, self.stages],
+        rows = ([self.load, self.compute_time, self.store, self.latency], [self.iterations, self.stages, self.order],
                 [self.block_m, self.block_n, self.block_k, self.dtype], [self.gpu, self.threads, self.registers])
         self.ui = W.VBox([*(W.HBox(r, layout=W.Layout(**WRAP)) for r in rows), self.answer])
         self._refresh()
 
     def compute(self) -> pipeline.Schedule:
         return pipeline.schedule_times(self.load.value * US, self.compute_time.value * US, self.store.value * US,
-                                       self.iterations.value, self.stages.value, latency_s=self.latency.value * US)
+                                       self.iterations.value, self.stages.value, latency_s=self.latency.value * US,
+                                       issue_after_landing=ORDERS[self.order.value])
 
     def stage_cost(self) -> str:
         stage_bytes = pipeline.stage_smem_bytes(self.block_m.value, self.block_n.value, self.block_k.value,
