@@ -54,7 +54,7 @@ def test_an_exercise_check_reads_only_the_learners_rows():
 
     rec = experiments.run("hopper.ablations")
     live = _as_if_live_on(rec, "NVIDIA H100 80GB HBM3", "h100")
-    answer = "rung 1 held to one block per SM"
+    answer = "rung 6 freeing the other block's slot with .release.cluster"
     mine, recorded = check_costliest(live, "4096×4096×4096", answer), check_costliest(rec, "4096×4096×4096", answer)
     assert mine.correct and str(mine).replace(live.provenance, rec.provenance) == str(recorded)
 

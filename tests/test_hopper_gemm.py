@@ -11,6 +11,7 @@ from course_lib.exercises.hopper_gemm import (
     check_costliest,
     check_descriptor,
     check_register_plan,
+    design_changes,
 )
 from course_lib.labs import hopper_gemm as lab_hopper
 from course_lib.launch import hopper_gemm, operands
@@ -203,18 +204,30 @@ def test_ablation_rows_compare_each_variant_with_its_own_build(recorded):
 def test_exercise_checks(recorded):
     assert check_descriptor(kernel_descriptor).correct
     assert not check_descriptor(hopper.smem_descriptor).correct
-    assert not check_descriptor(lambda a: kernel_descriptor(a) & ~(3 << 62)).correct   # swizzle bits left out
+    swizzle_left_out = check_descriptor(lambda a: kernel_descriptor(a) & ~(3 << 62))
+    assert not swizzle_left_out.correct and "swizzle mode (bits 62-63) wrong" in swizzle_left_out
+    assert "stride byte offset (bits 32-45) right" in swizzle_left_out
+    assert "0x4" not in swizzle_left_out and "1024" not in swizzle_left_out   # never the value it wanted
+    assert "outside these fields" in check_descriptor(lambda a: kernel_descriptor(a) | 1 << 50)
+    assert "not a 64-bit integer" in check_descriptor(lambda a: float(kernel_descriptor(a)))
     assert "raised" in check_descriptor(lambda a: 1 / 0)
     assert not check_descriptor(None).correct
     assert check_register_plan(24, 240).correct
     assert not check_register_plan(24, 248).correct          # does not fit
     assert "wait for them forever" in check_register_plan(32, 240)
-    assert "could have 240" in check_register_plan(24, 232)
+    assert "could have more" in check_register_plan(24, 232) and "240" not in check_register_plan(24, 232)
     assert "few registers" in check_register_plan(40, 232)
     assert "multiple of 8" in check_register_plan(20, 240)
     shape = "4096×4096×4096"
-    assert check_costliest(recorded["ablations"], shape, "rung 1 held to one block per SM").correct
-    assert not check_costliest(recorded["ablations"], shape, "no setmaxnreg").correct
+    release = "rung 6 freeing the other block's slot with .release.cluster"
+    assert check_costliest(recorded["ablations"], shape, release).correct
+    wrong = check_costliest(recorded["ablations"], shape, "no setmaxnreg")
+    assert not wrong.correct and ".release.cluster" not in wrong and "%" not in wrong   # never the answer
+    assert not check_costliest(recorded["ablations"], shape, "rung 2 with 4 slots (one block per SM)").correct
+    # the clamp is a control, not a design change: not an answer, though it slows rung 1 the most
+    assert "rung 1 held" not in " ".join(design_changes(recorded["ablations"], shape))
+    assert "Answer with one of" in check_costliest(recorded["ablations"], shape, "rung 1 held to one block per SM")
+    assert not check_costliest(recorded["ablations"], shape, None).correct
     assert "Answer with one of" in check_costliest(recorded["ablations"], shape, "something else")
 
 

@@ -1,9 +1,11 @@
 """Notebook 10's exercise checks: a wgmma descriptor written by hand, a setmaxnreg plan, and which
-ablation a measurement shows costing the most."""
+design change a measurement shows costing the most. A verdict says which parts of an answer are right,
+never the answer to a part that is not."""
 from __future__ import annotations
 
 from course_lib.exercises.base import Verdict
 from course_lib.labs.hopper_gemm import _ablation_rows as ablation_rows
+from course_lib.labs.hopper_gemm import is_control
 from course_lib.models import hopper
 
 # Addresses a K-major, 1024-aligned tile and its k16 steps (+32 bytes) can start at.
@@ -23,12 +25,27 @@ def check_descriptor(fn) -> Verdict:
             got = fn(addr)
         except Exception as exc:  # noqa: BLE001  (a learner's function may fail any way)
             return Verdict(f"Your function raised {type(exc).__name__}: {exc} for address {addr:#x}.", False)
-        if not isinstance(got, int) or got != want:
-            have = hopper.decode_descriptor(got) if isinstance(got, int) and 0 <= got < 1 << 64 else got
-            return Verdict(f"Not quite at address {addr:#x}: expected {want:#018x} "
-                           f"({hopper.decode_descriptor(want)}), got {have}.", False)
+        if isinstance(got, bool) or not isinstance(got, int) or not 0 <= got < 1 << 64:
+            return Verdict(f"Not quite at address {addr:#x}: your function returned {got!r}, not a 64-bit integer.", False)
+        if got != want:
+            return Verdict(f"Not quite at address {addr:#x}: " + _fields_right(got, want) + ".", False)
     return Verdict(f"Correct for all {len(DESCRIPTOR_PROBES)} addresses: start / 16 in bits 0-13, 1 in the "
                    "leading offset, 1024 / 16 = 64 in the stride offset, mode 1 (128-byte) in bits 62-63.", True)
+
+
+_FIELDS = {"start address (bits 0-13)": 0x3FFF, "leading byte offset (bits 16-29)": 0x3FFF << 16,
+           "stride byte offset (bits 32-45)": 0x3FFF << 32, "swizzle mode (bits 62-63)": 3 << 62}
+
+
+def _fields_right(got: int, want: int) -> str:
+    """Which of a descriptor's fields are right: each field named right or wrong, never its value."""
+    marks = [f"{name} {'right' if got & mask == want & mask else 'wrong'}" for name, mask in _FIELDS.items()]
+    used = 0
+    for mask in _FIELDS.values():
+        used |= mask
+    if got & ~used:
+        marks.append("bits set outside these fields")
+    return "; ".join(marks)
 
 
 def best_consumer_registers(consumer_warpgroups: int = 2, producer_regs: int = 24) -> int:
@@ -56,27 +73,38 @@ def check_register_plan(producer_regs, consumer_regs) -> Verdict:
                        "that .dec gave back, so the consumers would wait for them forever.", False)
     best = best_consumer_registers(2, producer_regs)
     if consumer_regs < best:
-        return Verdict(f"It fits ({plan.total:,} registers), but the consumers could have {best} each.", False)
+        return Verdict(f"It fits ({plan.total:,} registers), but with this producer count the consumers could "
+                       "have more.", False)
     if producer_regs > hopper.SETMAXNREG_RANGE[0]:
         return Verdict(f"It fits ({plan.total:,}), but a producer that only issues copies needs few registers: "
-                       f"with {hopper.SETMAXNREG_RANGE[0]} the consumers could have "
-                       f"{best_consumer_registers(2, hopper.SETMAXNREG_RANGE[0])}.", False)
+                       "what it gives up, the consumers can have.", False)
     return Verdict(f"Correct: 128 × {producer_regs} + 256 × {consumer_regs} = {plan.total:,} ≤ {plan.pool:,}, "
                    f"the {plan.threads} threads × {plan.launch_regs} registers the block holds from launch; "
                    "setmaxnreg moves them from the producer to the consumers.", True)
 
 
-def check_costliest(result, shape_label: str, answer) -> Verdict:
-    """Exercise: the ablation (of ``hopper.ablations``) that slowed its kernel the most at a shape."""
+def design_changes(result, shape_label: str) -> list[str]:
+    """The ablations of ``hopper.ablations`` at a shape that change a design choice, by name (not the builds
+    they are compared with, and not a control such as a launch held to one block per SM)."""
+    return [r["variant"] for r in ablation_rows(result) if r["shape"] == shape_label and r["time change %"] is not None
+            and not is_control(r["variant"])]
 
-    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["time change %"] is not None]
+
+def check_costliest(result, shape_label: str, answer) -> Verdict:
+    """Exercise: the design change (an ablation of ``hopper.ablations`` that is not a control) that slowed
+    its kernel the most at a shape, predicted before the ablation table. Right or wrong; the measurement
+    is shown only with a right answer."""
+
+    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["variant"] in
+            design_changes(result, shape_label)]
     if not rows:
         return Verdict(f"{result.experiment} has no ablations at {shape_label}.", False)
+    if answer is None:
+        return Verdict("Not answered yet: name one of the design changes printed above.", False)
     names = [r["variant"] for r in rows]
     if answer not in names:
         return Verdict(f"Answer with one of: {'; '.join(names)}.", False)
     worst = max(rows, key=lambda r: r["time change %"])
-    picked = next(r for r in rows if r["variant"] == answer)
-    told = (f"{worst['variant']}: {worst['time change %']:+.1f}% ({result.provenance}); "
-            f"yours, {answer}: {picked['time change %']:+.1f}%.")
-    return Verdict(f"Correct. {told}" if picked is worst else f"Not this one. {told}", picked is worst)
+    if answer != worst["variant"]:
+        return Verdict(f"Not this one: at least one other design change cost more at {shape_label}.", False)
+    return Verdict(f"Correct: {worst['variant']}, {worst['time change %']:+.1f}% ({result.provenance}).", True)

@@ -146,8 +146,10 @@ BLACKWELL_SUCCESSORS = (
      "the same, plus the 2-CTA MMA (cta_group::2): two SMs compute one 256-row tile together"),
     ("persistent grid with a fixed grouped tile order",
      "cluster launch control: a running block asks the hardware for the next tile to take"),
-    ("epilogue from registers to global memory",
-     "TMEM → registers (tcgen05.ld) → shared memory → TMA store"),
+    ("epilogue (rung 7): registers → shared memory (stmatrix) → TMA store; the warpgroup issues no wgmma "
+     "while it writes the stage",
+     "TMEM → registers (tcgen05.ld) → shared memory → TMA store: the first hop changes, and with two TMEM "
+     "accumulators the MMAs of the next tile run while the epilogue warps drain this one"),
 )
 
 
