@@ -20,6 +20,9 @@ def test_the_fixture_closes_exactly(est):
     assert 100 * est.last_wave_fill == 16.049382716049383
     assert (est.useful_bytes, est.sectors, est.sector_efficiency) == (128, 4, 1.0)
     assert (est.stage_flop, est.stage_bytes, est.stage_intensity) == (1_048_576, 16_384, 64.0)
+    # the seed's GEMM compulsory table at M = N = K = 4096, bf16: 3 · 4096² · 2 bytes, intensity 1365.33
+    assert (est.gemm_flop, est.gemm_compulsory_bytes) == (2 * 4096 ** 3, 3 * 4096 ** 2 * 2)
+    assert est.gemm_intensity == pytest.approx(1365.33, abs=0.01)
     assert est.fusion_bytes_removed == 67_108_864
     assert est.lower_bound_s == pytest.approx(0.002, rel=1e-12) and est.binding == "DRAM"
 

@@ -124,11 +124,11 @@ def test_family_scenarios_accept_the_right_families_and_reveal_no_scenario_when_
     assert not check_families(None).correct and not check_families({}).correct
     one_wrong = {**right, next(iter(right)): "execution model"}
     verdict = check_families(one_wrong)
-    assert not verdict.correct and "3 of 4" in verdict
+    assert not verdict.correct and f"{len(right) - 1} of {len(right)}" in verdict
     assert not any(s[:30] in verdict for s in FAMILY_SCENARIOS)   # which one is wrong stays unsaid
     assert "Not a family" in check_families({**right, next(iter(right)): "memory"})
     assert not check_families({s: f for s, f in list(right.items())[:2]}).correct
-    assert set(FAMILY_SCENARIOS.values()) <= set(FAMILIES)
+    assert set(FAMILY_SCENARIOS.values()) == set(FAMILIES)   # every family is asked about
 
 
 LIVE_VERDICT = """Compiled for sm_90 (13.0): 31 registers/thread, 0 B static shared memory, no spills.
@@ -172,3 +172,17 @@ def test_the_publish_gate_passes_a_live_fix_and_fails_what_is_missing(mystery, m
     assert last["status"] == "fails" and "below the bound" in last["evidence"]
     wrong = LIVE_VERDICT.replace("77×4099: correct", "77×4099: WRONG. row 3")
     assert publish_gate(wrong, mystery)[5]["status"] == "fails"
+
+
+def test_the_models_cell_judges_the_learners_numbers_and_models_them_not_the_answer():
+    from course_lib.core.hardware import spec
+    from course_lib.exercises.failure_lab import check_models
+
+    gpu = spec("NVIDIA H200")
+    assert not check_models(gpu, None, None).correct
+    right = check_models(gpu, 64, [4 * 1024 * t for t in range(32)])
+    assert right.correct and "68 SMs with no block" in right and "32 sectors for 128 useful bytes" in right
+    coalesced = check_models(gpu, 64, [4 * t for t in range(32)])   # the template's old default: one row per warp
+    assert not coalesced.correct and "✔ right: the blocks" in coalesced and "✘ not right: the 32 addresses" in coalesced
+    assert "4 sectors for 128 useful bytes" in coalesced          # the model of what was entered, not of the answer
+    assert "cannot take that" in check_models(gpu, 64, [0, 4])

@@ -259,7 +259,7 @@ def test_check_choice_rejects_each_misreading_and_accepts_the_explanation():
 
 @pytest.mark.parametrize("number, says", [
     (1, "64 kernels launched against 1"), (2, "through 132 SMs"), (3, "started before the block one below them"),
-    (4, "2 tiles per block"), (13, "sectors per load request"), (19, "wrong in 10 of 10 runs"),
+    (4, "2 tiles per block"), (13, "the same access pattern at twice the working set"), (19, "wrong in 10 of 10 runs"),
     (23, "against the datasheet's 4.8 TB/s"), (24, "never crossed HBM"), (27, "splitK"), (28, "warps active 14.0%"),
     (29, "MHz maximum"), (30, "cudnn"), (33, "never crossed HBM"),
     (15, "strides (0, 1) over 32,768 B"),

@@ -8,6 +8,7 @@ from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAP
 from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.exercises.kernel.checker import MODEL_NOTE
 from course_lib.labs.failure_lab import evidence
+from course_lib.models import memory, waves
 from course_lib.models.failures import FAMILIES, FAMILY_LIST, failure, link
 
 # Suspects that sound plausible for this kernel and are not its problem, with the evidence that clears them.
@@ -59,6 +60,37 @@ def check_diagnosis(suspects) -> Verdict:
     return Verdict("\n".join(lines), not missing)
 
 
+# The mystery as reported (notebook 11's tables): 16,384 rows of 1,024 floats, ROWS_PER_BLOCK 256.
+MYSTERY_ROWS, MYSTERY_COLS, MYSTERY_ROWS_PER_BLOCK = 16384, 1024, 256
+
+
+def check_models(gpu, blocks, addresses) -> Verdict:
+    """The capstone's models cell: the learner's launch (``blocks`` at 16,384 rows) and the 32 byte addresses
+    of warp 0's first load (lane t at row t, c = 0, from the start of ``in``), each said right or wrong, then
+    notebook 07's wave model and notebook 04's sector model applied to what the learner entered, not to the
+    right answer."""
+    if blocks is None or addresses is None:
+        return Verdict("Not answered yet: give my_blocks (how many blocks the mystery launches for 16,384 rows) and "
+                       "my_addresses (the 32 byte addresses warp 0's first load reads).", False)
+    try:
+        lanes = [int(a) for a in addresses]
+        sched = waves.schedule(blocks=int(blocks), sm_count=gpu.sm_count, resident_blocks_per_sm=1)
+        load = memory.sector_count(lanes, 4)
+    except (TypeError, ValueError) as exc:
+        return Verdict(f"The models cannot take that: {exc}", False)
+    want_blocks = -(-MYSTERY_ROWS // MYSTERY_ROWS_PER_BLOCK)
+    want = [4 * lane * MYSTERY_COLS for lane in range(32)]
+    marks = [("the blocks", int(blocks) == want_blocks), ("the 32 addresses", lanes == want)]
+    right = all(ok for _, ok in marks)
+    idle = max(0, gpu.sm_count - sched.blocks)
+    return Verdict(("Correct.\n" if right else "Not yet:\n")
+                   + "\n".join(f"  {'✔ right' if ok else '✘ not right'}: {what}" for what, ok in marks)
+                   + f"\nThe models on your numbers: {sched.blocks:,} blocks for {gpu.sm_count} SMs"
+                   + (f", {idle} SMs with no block" if idle else f", {sched.waves} rounds of one block per SM")
+                   + f"; one load: {load.n_sectors} sectors for {load.requested_bytes} useful bytes "
+                   f"({100 * load.requested_bytes / (32 * load.n_sectors):.1f}% of the fetched bytes used).", right)
+
+
 def mystery_lower_bound_s(result) -> float:
     """The HBM lower bound of the mystery at the recorded shape: its compulsory bytes (x read, out
     written, the weights read once) at the copy bandwidth measured in the same run."""
@@ -93,6 +125,10 @@ FAMILY_SCENARIOS = {
     "to four, and its author never re-derives that.": "resources",
     "A kernel timed with time.perf_counter() around its launch takes 8 µs, and the profiler says it "
     "runs for 2 ms.": "roofline and measurement",
+    "Each thread reads one 4-byte field of a 64-byte record, the records packed one after another, and the "
+    "kernel's author budgets its memory traffic at 4 bytes a thread.": "memory and layout",
+    "A matrix multiply ran fastest with 256 × 256 blocks of output at 8,192 rows; given a 512 × 512 output, "
+    "its author keeps that block shape: four blocks for a GPU with 132 SMs.": "tiling and fusion",
 }
 
 
@@ -115,8 +151,10 @@ def check_families(answers) -> Verdict:
     right = sum(answers[s].strip().lower() == f for s, f in FAMILY_SCENARIOS.items())
     if right == len(FAMILY_SCENARIOS):
         return Verdict("Correct: a busy timeline and a host clock are measurement mistakes, a block waiting on a "
-                       "later block assumes an order the hardware does not promise, and shared memory per block "
-                       "is a resource that sets residency.", True)
+                       "later block assumes an order the hardware does not promise, shared memory per block is a "
+                       "resource that sets residency, the bytes a load moves are the memory's units, not the "
+                       "fields a thread uses, and a block shape fitted to one size can leave most SMs idle at "
+                       "another.", True)
     return Verdict(f"Not yet: {right} of {len(FAMILY_SCENARIOS)} are right. For each scenario, ask what the author "
                    "believes that is false: how the GPU runs blocks, what an SM can hold, how bytes move, how work "
                    "is tiled or fused, or what a number measures.", False)
@@ -248,12 +286,17 @@ def publish_gate(verdict, result) -> list[dict]:
                    f"median of {timed[5]} samples: {timed[2]:.1f} µs, beside {timed[3]} at {timed[4]:.1f} µs"
                    if timed else "no timing line (the kernel must be right first)"))
     bound_s = (2 * rows * cols + cols) * 4 / (copy.bytes / copy.median_s)
+    m_rows, m_cols = result.cases[0].params.get("rows"), result.cases[0].params.get("cols")
+    at = f" at {m_rows:,} × {m_cols:,}" if m_rows and m_cols else ""
+    source = (f"{rows:,} × {cols:,}'s compulsory bytes (input, output, weights once) at the copy kernel's bandwidth "
+              f"in {result.experiment}{at}, {result.provenance}: another run than your timing")
     if timed and ran:
         yours_s = timed[2] * 1e-6
         out.append(row(GATES[8], yours_s >= bound_s,
-                       f"bound {bound_s * 1e6:.1f} µs (the bytes at the copy's bandwidth, {result.provenance}); "
+                       f"bound {bound_s * 1e6:.1f} µs ({source}); "
                        f"residual {(yours_s - bound_s) * 1e6:.1f} µs" + ("" if yours_s >= bound_s else
                                                                           ": below the bound, so the timing is wrong")))
     else:
-        out.append(row(GATES[8], None, f"bound {bound_s * 1e6:.1f} µs; no measured time beside it, so no residual"))
+        out.append(row(GATES[8], None, f"bound {bound_s * 1e6:.1f} µs ({source}); no measured time beside it, so "
+                                       "no residual"))
     return out

@@ -311,7 +311,8 @@ def _measured(case, in_flops: bool) -> str:
     """Median time and the rate it implies, in TFLOP/s or in GB/s."""
     t = case.median_s
     rate = (f"{case.flop / t / 1e12:,.1f} TFLOP/s" if in_flops
-            else f"{case.bytes / t / 1e9:,.0f} GB/s" if case.bytes else None)
+            else f"{case.bytes / t / 1e9:,.0f} GB/s" if case.bytes and "hops" not in case.extra   # a chase: latency
+            else None)
     return f"{_duration(t)}" + (f", {rate}" if rate else "") + f" ({case.timer})"
 
 
@@ -352,13 +353,15 @@ def _tiles_per_block(record: dict, shown, other) -> str:
             f"against {other.extra['grid_blocks']} blocks of one tile each")
 
 
-def _cache_absorbed(record: dict, shown, other) -> str:
-    per_request = lambda c: (c.extra["ncu"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]  # noqa: E731
-                             / c.extra["ncu"]["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])
-    dram = lambda c: c.extra["ncu"]["dram__bytes_read.sum"] / 1e6  # noqa: E731
-    return (f"ncu: {per_request(shown):.1f} sectors per load request against {per_request(other):.1f}, yet DRAM "
-            f"read {dram(shown):,.0f} MB against {dram(other):,.0f} MB: in this run the cache absorbed the extra "
-            "sector; another working set need not")
+def _latency_grew(record: dict, shown, other) -> str:
+    """Failure 13: the same pointer chase at two working sets, both under the L2's size."""
+    ns = lambda c: c.median_s / c.extra["hops"] * 1e9   # noqa: E731
+    mib = lambda c: c.params["footprint_bytes"] / 2 ** 20   # noqa: E731
+    l2 = record["machine"].get("l2_bytes")
+    return (f"{ns(other):.0f} ns per dependent load with {mib(other):.0f} MiB of data against {ns(shown):.0f} ns "
+            f"with {mib(shown):.0f} MiB" + (f", both under the {l2 / 2 ** 20:.0f} MiB of L2 the device reports" if l2
+                                          else "")
+            + f": the same access pattern at twice the working set, {ns(shown) / ns(other):.1f}× the latency")
 
 
 def _race_unseen(record: dict, shown, other) -> str:
@@ -424,7 +427,7 @@ def _wrong_level(record: dict, shown, other) -> str:
 
 # The number in each record that decides a mistake, where a time and a rate alone do not show it:
 # failure number -> (record as loaded, the shown case, the contrast case or None) -> a phrase.
-DECIDING = {1: _kernel_count, 2: _blocks_per_sm, 3: _start_order, 4: _tiles_per_block, 13: _cache_absorbed,
+DECIDING = {1: _kernel_count, 2: _blocks_per_sm, 3: _start_order, 4: _tiles_per_block, 13: _latency_grew,
             15: _materialized,
             19: _race_unseen, 23: _datasheet_share, 24: _wrong_level, 27: _kernel_names("cublas_kernels"),
             28: _one_number, 29: _clock, 30: _kernel_names("kernels"), 33: _wrong_level}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course_lib.core.timing import MIN_SAMPLES
-from course_lib.models import fusion, memory, occupancy, tiling, waves
+from course_lib.models import fusion, memory, occupancy, roofline, tiling, waves
 
 KIB = 1024
 
@@ -21,6 +21,7 @@ class Manifest:
 
     m: int = 4096
     n: int = 4096
+    k: int = 4096                             # the GEMM's depth, for its compulsory bytes
     block_m: int = 128
     block_n: int = 128
     block_k: int = 32
@@ -58,6 +59,9 @@ class Estimate:
     stage_flop: int
     stage_bytes: float
     stage_intensity: float
+    gemm_flop: float                 # 2·M·N·K
+    gemm_compulsory_bytes: float     # A and B read once, C written once (roofline.gemm_compulsory_bytes)
+    gemm_intensity: float            # their ratio, FLOP per byte of HBM traffic at the least
     fusion_bytes_removed: float
     level_seconds: dict
     lower_bound_s: float
@@ -85,6 +89,9 @@ def estimate(man: Manifest) -> Estimate:
         stage_flop=tiling.stage_flop(man.block_m, man.block_n, man.block_k),
         stage_bytes=tiling.stage_bytes(man.block_m, man.block_n, man.block_k, man.input_bytes),
         stage_intensity=tiling.stage_intensity(man.block_m, man.block_n, man.input_bytes),
+        gemm_flop=roofline.gemm_flop(man.m, man.n, man.k),
+        gemm_compulsory_bytes=roofline.gemm_compulsory_bytes(man.m, man.n, man.k, man.input_bytes),
+        gemm_intensity=roofline.gemm_intensity(man.m, man.n, man.k, man.input_bytes),
         fusion_bytes_removed=fusion.materialization_bytes(man.fused_elements, man.fused_element_bytes),
         level_seconds=seconds, lower_bound_s=seconds[binding], binding=binding)
 
