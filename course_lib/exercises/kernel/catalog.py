@@ -828,12 +828,13 @@ WGMMA_CONSUMER = KernelExercise(
           "and a 128 × 64 B tile each, full and empty mbarriers per slot); each of the two consumer warpgroups "
           "multiplies its 64 rows of every slot by the slot's B with wgmma, accumulating a 64 × 128 fp32 tile in "
           "registers. Write `consume`: for each k-tile, wait, multiply, free the slot, move on."),
-    hint=("Per k-tile: mbar_wait(sl.full(ring.slot), ring.phase); wgmma_fence(); wgmma_slot<BN>(d, sl.a(ring.slot) "
-          "+ a_offset, sl.b(ring.slot), kt > 0) (false makes the first of its four k16 steps overwrite d, which holds "
-          "garbage before the first k-tile); "
-          "wgmma_commit(); wgmma_wait<0>(), since wgmma is asynchronous and the slot may not be refilled until "
-          "it has been read; accumulators_ready(d); release(sl.empty(ring.slot)), which lets one thread per "
-          "warpgroup arrive, as the barrier counts 2; ring.advance(STAGES), which flips the phase after the last slot."),
+    # The rules a consumer must keep, not the calls in order: the hint must not be the solution.
+    hint=("Four rules for each k-tile. (1) Read a slot only after its full barrier says the TMA has landed it, with "
+          "the phase the ring is on. (2) The first k-tile must overwrite the accumulators, which hold garbage "
+          "before it; later ones add to them. (3) wgmma is asynchronous: a slot is still being read until the "
+          "group that reads it has been waited for, so free it only after that wait. (4) The empty barrier counts "
+          "one arrival per consumer warpgroup, and the phase flips each time the ring wraps. The starter's include "
+          "line lists the calls hopper_ring.cuh gives you for these."),
     wrong_files={
         "the starter (nothing consumed)": "starter",
         "frees the slot before the wgmma wait": "wrong_release_before_wait",
