@@ -64,12 +64,13 @@ def matmul_case(label: str, dtype: str, m: int, n: int, k: int, samples: int, ba
     b_in = BYTES_PER_ELEMENT[dtype]
     b_out = 2.0 if dtype == "fp8" else b_in
     kernel = {"fp8": "cublasLt fp8 (torch._scaled_mm)"}.get(dtype, f"cublas {dtype} (torch.{'bmm' if batch else 'mm'})")
+    launched = kernels_launched(fn)   # before TF32 is switched off again: with it off, tf32's fn runs an FFMA SGEMM
     torch.backends.cuda.matmul.allow_tf32 = False
     return require_passed(Case(
         label, params or {"dtype": dtype, "n": n}, kernel, t, nb * 2.0 * m * n * k,
         nb * (b_in * (m * k + k * n) + b_out * m * n), check,
         extra={"repeat": repeat, "tf32": dtype == "tf32", "shape": [nb, m, n, k],
-               "host_dispatch_median_s": host.median_s, "kernels": kernels_launched(fn)}))
+               "host_dispatch_median_s": host.median_s, "kernels": launched}))
 
 
 def supported_dtypes(dtypes: list[str]) -> list[str]:
