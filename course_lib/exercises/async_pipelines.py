@@ -4,7 +4,7 @@ which of them a measurement favours. A verdict says which items are right, never
 that is not."""
 from __future__ import annotations
 
-from course_lib.exercises.base import Verdict
+from course_lib.exercises.base import Verdict, _close, item_marks
 from course_lib.labs.async_pipelines import bytes_in_flight
 from course_lib.models import pipeline
 
@@ -38,13 +38,6 @@ def check_stages(latency_s: float, compute_s_per_stage: float, stage_bytes: int,
                    "their math must last as long as a load takes to land.", False)
 
 
-def _same_bytes(got, want: int) -> bool:
-    try:
-        return abs(float(got) - want) <= 0.01 * want
-    except (TypeError, ValueError):
-        return False
-
-
 def check_winner(result, first: dict, second: dict, answer, in_flight=(None, None)) -> Verdict:
     """Exercise: predict, before the streaming table, the bytes each of two ``pipeline.streaming``
     variants (their params) keeps on its way per SM while it waits (``in_flight``, read from the
@@ -66,14 +59,14 @@ def check_winner(result, first: dict, second: dict, answer, in_flight=(None, Non
         mine = ()
     if len(mine) != 2 or None in mine:
         return Verdict("Not answered yet: give in_flight as (bytes of the first, bytes of the second), per SM.", False)
-    marks = [("bytes in flight of the first", _same_bytes(mine[0], bytes_in_flight(a))),
-             ("bytes in flight of the second", _same_bytes(mine[1], bytes_in_flight(b))),
+    marks = [("bytes in flight of the first", _close(mine[0], bytes_in_flight(a), 0.01)),
+             ("bytes in flight of the second", _close(mine[1], bytes_in_flight(b), 0.01)),
              ("the faster one", answer == ("first" if a.median_s < b.median_s else "second"))]
-    lines = [f"  {'✔ right' if ok else '✘ not right'}: {what}" for what, ok in marks]
+    lines = item_marks(marks)
     if all(ok for _, ok in marks):
-        return Verdict("Correct.\n" + "\n".join(lines) + f"\nMeasured: {a.name}, {a.bandwidth_bytes_per_s / 1e9:,.0f} "
+        return Verdict("Correct.\n" + lines + f"\nMeasured: {a.name}, {a.bandwidth_bytes_per_s / 1e9:,.0f} "
                        f"GB/s; {b.name}, {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s ({result.provenance}).", True)
     hint = ("Count from the kernels' descriptions above the table: what each resident thread of the synchronous "
             "kernel has on its way, and how many 16 KiB tiles a loop that waits for a tile before it issues the "
             "next one has out.")
-    return Verdict("Not yet:\n" + "\n".join(lines) + "\n" + hint, False)
+    return Verdict("Not yet:\n" + lines + "\n" + hint, False)

@@ -16,6 +16,12 @@ class Verdict(str):
         return str(self)
 
 
+def item_marks(marks) -> str:
+    """One line per item of an answer, each said right or not right (never what the right value is):
+    ``marks`` is (what the item is, whether it is right) pairs."""
+    return "\n".join(f"  {'✔ right' if ok else '✘ not right'}: {what}" for what, ok in marks)
+
+
 def _close(got, want: float, rel: float) -> bool:
     try:
         return abs(float(got) - want) <= rel * abs(want)

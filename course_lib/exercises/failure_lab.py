@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from course_lib.core import stored_run
-from course_lib.exercises.base import Verdict, _close
+from course_lib.exercises.base import Verdict, _close, item_marks
 from course_lib.exercises.kernel.cases import MYSTERY_SHAPES, MYSTERY_TIMED_SHAPE
 from course_lib.exercises.kernel.catalog import MYSTERY_DEFECTS
 from course_lib.exercises.kernel.checker import MODEL_NOTE
@@ -84,7 +84,7 @@ def check_models(gpu, blocks, addresses) -> Verdict:
     right = all(ok for _, ok in marks)
     idle = max(0, gpu.sm_count - sched.blocks)
     return Verdict(("Correct.\n" if right else "Not yet:\n")
-                   + "\n".join(f"  {'✔ right' if ok else '✘ not right'}: {what}" for what, ok in marks)
+                   + item_marks(marks)
                    + f"\nThe models on your numbers: {sched.blocks:,} blocks for {gpu.sm_count} SMs"
                    + (f", {idle} SMs with no block" if idle else f", {sched.waves} rounds of one block per SM")
                    + f"; one load: {load.n_sectors} sectors for {load.requested_bytes} useful bytes "

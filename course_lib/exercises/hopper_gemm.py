@@ -3,6 +3,9 @@ design change a measurement shows costing the most. A verdict says which parts o
 never the answer to a part that is not."""
 from __future__ import annotations
 
+import functools
+import operator
+
 from course_lib.exercises.base import Verdict
 from course_lib.labs.hopper_gemm import _ablation_rows as ablation_rows
 from course_lib.labs.hopper_gemm import is_control
@@ -35,15 +38,13 @@ def check_descriptor(fn) -> Verdict:
 
 _FIELDS = {"start address (bits 0-13)": 0x3FFF, "leading byte offset (bits 16-29)": 0x3FFF << 16,
            "stride byte offset (bits 32-45)": 0x3FFF << 32, "swizzle mode (bits 62-63)": 3 << 62}
+_FIELD_BITS = functools.reduce(operator.or_, _FIELDS.values())
 
 
 def _fields_right(got: int, want: int) -> str:
     """Which of a descriptor's fields are right: each field named right or wrong, never its value."""
     marks = [f"{name} {'right' if got & mask == want & mask else 'wrong'}" for name, mask in _FIELDS.items()]
-    used = 0
-    for mask in _FIELDS.values():
-        used |= mask
-    if got & ~used:
+    if got & ~_FIELD_BITS:
         marks.append("bits set outside these fields")
     return "; ".join(marks)
 
@@ -95,8 +96,8 @@ def check_costliest(result, shape_label: str, answer) -> Verdict:
     its kernel the most at a shape, predicted before the ablation table. Right or wrong; the measurement
     is shown only with a right answer."""
 
-    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["variant"] in
-            design_changes(result, shape_label)]
+    changes = set(design_changes(result, shape_label))
+    rows = [r for r in ablation_rows(result) if r["shape"] == shape_label and r["variant"] in changes]
     if not rows:
         return Verdict(f"{result.experiment} has no ablations at {shape_label}.", False)
     if answer is None:

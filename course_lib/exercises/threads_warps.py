@@ -70,29 +70,28 @@ def check_masked_lanes(answer) -> Verdict:
 @dataclass(frozen=True)
 class BranchQuestion:
     """A branch of exercise 3: the passes each thread needs (a path and which time it runs it), in blocks
-    of ``block_threads``; or, for a branch on random data, the chance ``p_path1`` that a lane takes path 1."""
+    of ``block_threads``; or, for a branch on random data, the chance ``p_path1`` that a lane takes path 1.
+    ``hint``: what a wrong answer is told, the idea, not the number."""
     block_threads: int
     passes: Callable[[int], set] | None
+    hint: str
     p_path1: float | None = None
 
 
 # None of these is a row of the notebook's divergence table: each needs the idea, not the table.
 DIVERGENCE_QUESTIONS: dict[str, BranchQuestion] = {
     "for (int i = 0; i < lane % 4; ++i) A();   (256-thread blocks)":
-        BranchQuestion(256, lambda t: {("A", i) for i in range(t % lg.WARP_SIZE % 4)}),
+        BranchQuestion(256, lambda t: {("A", i) for i in range(t % lg.WARP_SIZE % 4)},
+                       "a warp issues the loop's body until its last lane is done"),
     "if (threadIdx.x % 64 < 32) A(); else B();   (256-thread blocks)":
-        BranchQuestion(256, lambda t: {("A" if t % 64 < 32 else "B", 0)}),
+        BranchQuestion(256, lambda t: {("A" if t % 64 < 32 else "B", 0)},
+                       "which threads share a warp? (warp = threadIdx.x / 32)"),
     "if (threadIdx.x < 48) A(); else B();   (64-thread blocks)":
-        BranchQuestion(64, lambda t: {("A" if t < 48 else "B", 0)}),
+        BranchQuestion(64, lambda t: {("A" if t < 48 else "B", 0)},
+                       "take each warp of the block on its own, then average over the block"),
     "if (x[i] == 0) A(); else B();   (each x[i] is 0 with chance 1/64, independently)":
-        BranchQuestion(256, None, p_path1=1 / 64),
-}
-
-_DIVERGENCE_HINTS = {
-    "for": "a warp issues the loop's body until its last lane is done",
-    "if (threadIdx.x % 64": "which threads share a warp? (warp = threadIdx.x / 32)",
-    "if (threadIdx.x < 48": "take each warp of the block on its own, then average over the block",
-    "if (x[i]": "a warp runs both paths when any two of its 32 lanes disagree: 1 + the chance that they do",
+        BranchQuestion(256, None, "a warp runs both paths when any two of its 32 lanes disagree: 1 + the chance "
+                                  "that they do", p_path1=1 / 64),
 }
 
 
@@ -129,8 +128,7 @@ def check_divergence(answers) -> Verdict:
         if got is None:
             wrong.append(f"{q}: not answered")
         elif not ok:
-            hint = next(h for start, h in _DIVERGENCE_HINTS.items() if q.startswith(start))
-            wrong.append(f"{q}: {hint}")
+            wrong.append(f"{q}: {DIVERGENCE_QUESTIONS[q].hint}")
     if wrong:
         return Verdict("Not yet:\n  " + "\n  ".join(wrong), False)
     return Verdict(f"Correct: all {len(DIVERGENCE_QUESTIONS)} predicted.", True)

@@ -29,7 +29,7 @@ from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
 from course_lib.launch.operands import (bf16_bits, bf16_bits_to_float32, bf16_tolerance_rel, random_operand,
                                        to_bf16_bits, torch_view)
 from course_lib.measure import experiments, profiler
-from course_lib.measure.conditions import protocol_cells
+from course_lib.measure.conditions import is_reference, protocol_cells
 from course_lib.measure.evidence import Case, Check, NotRecorded
 from course_lib.measure.experiments import beside_reference, check_close, experiment, require_passed
 from course_lib.measure.profiler import kernels_launched, short_kernel_name
@@ -626,7 +626,7 @@ def op_rows(result) -> list[dict]:
 
 def _protocols(case) -> str | None:
     """A library timing's two protocols (held calls, blocks of back-to-back calls): whether they agreed."""
-    if "second_protocol" not in case.extra:
+    if not is_reference(case):
         return None
     verdict = protocol_cells(case)["protocols"]
     return verdict + (" at the power cap" if case.power_limited else "")
@@ -645,7 +645,7 @@ def layer_rows(result) -> list[dict]:
                    "held ÷ the atlas floor": c.median_s / c.extra["bound_s"],
                    "back to back µs": None, "back to back ÷ the atlas floor": None, "protocols": None,
                    "kernels launched": c.extra.get("kernels_launched")}
-            if "second_protocol" in c.extra:
+            if is_reference(c):
                 cells = protocol_cells(c)
                 row["back to back µs"] = cells["back-to-back µs"]
                 row["back to back ÷ the atlas floor"] = cells["back-to-back µs"] * 1e-6 / c.extra["bound_s"]
