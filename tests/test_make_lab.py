@@ -66,3 +66,50 @@ def test_installing_the_course_library_prints_nothing():
     out = subprocess.run(line.replace("$(PY)", str(ROOT / ".venv" / "bin" / "python")), shell=True, cwd=ROOT,
                          capture_output=True, text=True, check=True)
     assert out.stdout + out.stderr == ""
+
+
+def _readme_route_without_make() -> str:
+    """The README's sentence that gives the route without make."""
+    text = (ROOT / "README.md").read_text()
+    return next(ln for ln in text.splitlines() if ln.startswith("Without make"))
+
+
+def test_the_route_without_make_starts_jupyterlab_as_root(tmp_path):
+    # A learner who followed this route as root (Docker, cloud images) found `jupyter lab notebooks/` refusing to
+    # start and the committed notebooks opening untrusted. Run the README's own commands: its learner copy, then
+    # JupyterLab on it with the flag it says root needs, and wait until the server answers.
+    import os
+    import re
+    import socket
+    import time
+    import urllib.request
+
+    route = _readme_route_without_make()
+    copy = re.search(r"`\.venv/bin/python (scripts/learner_copy\.py) (\w+)`", route)
+    lab = re.search(r"`\.venv/bin/jupyter lab (\w+)/`[^`]*\(add `(--allow-root)` as root\)", route)
+    assert copy and lab and copy.group(2) == lab.group(1), "the README's route without make changed: update this test"
+    work = tmp_path / copy.group(2)
+    subprocess.run([str(ROOT / ".venv/bin/python"), copy.group(1), str(work)], cwd=ROOT, check=True,
+                   capture_output=True)
+    notary = NotebookNotary()
+    assert all(notary.check_signature(nbformat.read(p, as_version=4)) for p in work.glob("*.ipynb"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    flags = [lab.group(2)] if os.geteuid() == 0 else []
+    server = subprocess.Popen([str(ROOT / ".venv/bin/jupyter"), "lab", str(work), *flags, "--no-browser",
+                               f"--port={port}", "--ServerApp.token=", "--ServerApp.ip=127.0.0.1"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, answered = time.monotonic() + 90, False
+        while time.monotonic() < deadline and server.poll() is None and not answered:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2) as r:
+                    answered = r.status == 200
+            except OSError:
+                time.sleep(0.5)
+        log = "" if answered else server.communicate(timeout=5)[0] if server.poll() is not None else ""
+        assert answered, f"JupyterLab did not start by the README's route without make:\n{log[-2000:]}"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
