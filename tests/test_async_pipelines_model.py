@@ -8,6 +8,7 @@ from course_lib.core.hardware import KIB, SPECS
 from course_lib.models import occupancy, pipeline
 from course_lib.widgets.async_pipelines import pipeline_calculator
 from course_lib.widgets.base import _fmt_seconds
+from calculator_support import assert_message_then_recovers
 
 H200 = SPECS["h200"]
 
@@ -286,13 +287,8 @@ def test_the_order_menu_switches_the_pipelined_schedule_to_the_cp_async_order():
     ("latency", 0.5, "load latency must be at least the load time"),
 ])
 def test_impossible_timing_is_a_message_not_a_traceback(control, value, message):
-    calc = pipeline_calculator()
-    before = getattr(calc, control).value
-    getattr(calc, control).value = value
-    assert "course-calc-error" in calc.answer.value and message in calc.answer.value
-    assert "<svg" not in calc.answer.value
-    getattr(calc, control).value = before
-    assert "course-calc-error" not in calc.answer.value
+    shown = assert_message_then_recovers(pipeline_calculator(), control, value, message)
+    assert "<svg" not in shown
 
 
 @pytest.mark.parametrize("control, value, message", [

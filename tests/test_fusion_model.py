@@ -9,6 +9,7 @@ from course_lib.models import fusion, roofline
 from course_lib.models.fusion import Chain, Op
 from course_lib.widgets.base import _fmt_seconds
 from course_lib.widgets.fusion import IDENTICAL, fusion_calculator
+from calculator_support import assert_message_then_recovers
 
 H200 = SPECS["h200"]
 N = 1 << 20
@@ -200,10 +201,4 @@ def test_gpu_and_dtype_drive_the_answer():
     ("m", 0, "M"), ("n", -3, "N"), ("k", 0, "k"), ("flop_per_op", -1.0, "flop_per_op_element"),
 ])
 def test_impossible_input_is_a_message_not_a_traceback(control, value, name):
-    calc = fusion_calculator(chain=IDENTICAL)
-    good = getattr(calc, control).value
-    getattr(calc, control).value = value
-    assert "course-calc-error" in calc.answer.value
-    assert f"{name} must be" in calc.answer.value
-    getattr(calc, control).value = good                     # and it recovers
-    assert "course-calc-error" not in calc.answer.value
+    assert_message_then_recovers(fusion_calculator(chain=IDENTICAL), control, value, f"{name} must be")

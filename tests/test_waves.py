@@ -8,6 +8,7 @@ from course_lib.core.hardware import SPECS
 from course_lib.launch import gemm_bf16
 from course_lib.models import occupancy, waves
 from course_lib.widgets.waves import MAX_DRAWN_TILES, wave_calculator
+from calculator_support import assert_message_then_recovers
 
 H200 = SPECS["h200"]
 
@@ -219,13 +220,7 @@ def test_drawing_is_capped_and_says_so():
     ("resident", 0, "resident blocks per SM"), ("split_k", 0, "split-K"),
 ])
 def test_impossible_input_is_a_message_not_a_traceback(control, value, name):
-    calc = wave_calculator()
-    good = getattr(calc, control).value
-    getattr(calc, control).value = value
-    assert "course-calc-error" in calc.answer.value
-    assert f"{name} must be a positive whole number" in calc.answer.value
-    getattr(calc, control).value = good                     # and it recovers
-    assert "course-calc-error" not in calc.answer.value
+    assert_message_then_recovers(wave_calculator(), control, value, f"{name} must be a positive whole number")
 
 
 def test_split_k_slices_are_never_empty():

@@ -6,6 +6,7 @@ import pytest
 from course_lib.core.hardware import SPECS
 from course_lib.models import roofline
 from course_lib.widgets import roofline as roofline_widget
+from calculator_support import assert_message_then_recovers
 
 
 def shown(calc, cls):
@@ -154,12 +155,7 @@ def test_a_problem_no_gpu_can_hold_gets_a_message_and_a_sane_one_clears_it(make,
     from course_lib.widgets.waves import WaveCalculator
 
     widget = {"roofline": roofline_calculator, "waves": WaveCalculator, "fusion": fusion_calculator}[make]()
-    box = getattr(widget, field)
-    good = box.value
-    box.value = value
-    assert "course-calc-error" in widget.answer.value and says in widget.answer.value
-    box.value = good
-    assert "course-calc-error" not in widget.answer.value
+    assert_message_then_recovers(widget, field, value, says)
 
 
 def test_a_typed_in_gpu_is_held_to_the_largest_memory_in_the_table():

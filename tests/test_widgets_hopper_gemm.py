@@ -1,7 +1,6 @@
 """Notebook 10's tile calculator and the models under it: the budget it shows is the kernel's own (shared
 memory, registers and blocks per SM, held to NVRTC's compile report and the residency table), impossible
 input is a message, and the mbarrier parity rule drives a ring without a wait that passes too early or hangs."""
-import html
 import re
 
 import pytest
@@ -12,6 +11,7 @@ from course_lib.launch import hopper_gemm as hg
 from course_lib.measure import experiments
 from course_lib.models import hopper
 from course_lib.widgets.hopper_gemm import hopper_tile_calculator
+from calculator_support import assert_message_then_recovers
 
 RESOURCES = cuda.compile_family(hg.FAMILY, hg.ARCH).resources
 NO_SETMAXNREG = cuda.compile_family(hg.FAMILY, hg.ARCH, ("-DHG_SETMAXNREG=0",)).resources
@@ -120,12 +120,7 @@ def test_moving_the_controls_follows_the_model():
     ("block_k", 32, "128-byte swizzle"), ("consumers", 3, "multiple of wgmma's M"),
     ("consumers", 1, "more than setmaxnreg's 256"), ("consumers", 0, "at least 1")])
 def test_impossible_input_is_a_message_and_a_good_value_clears_it(field, value, says):
-    calc = hopper_tile_calculator()
-    before = getattr(calc, field).value
-    getattr(calc, field).value = value
-    assert "course-calc-error" in calc.answer.value and says in html.unescape(calc.answer.value), calc.answer.value
-    getattr(calc, field).value = before
-    assert "course-calc-error" not in calc.answer.value
+    assert_message_then_recovers(hopper_tile_calculator(), field, value, says)
 
 
 def test_without_setmaxnreg_a_too_wide_consumer_is_refused():
