@@ -190,3 +190,34 @@ def test_an_unheld_benchmark_counts_no_late_samples(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert benchmark(lambda: time.sleep(1e-3), samples=20, warmup=1, hold=False).late_samples == 0
+
+
+def test_a_disagreeing_reference_timed_in_turn_is_timed_again_with_the_kernels_it_is_compared_to(monkeypatch):
+    """A ratio's two sides come from one interleaved run: a reference whose protocols disagree makes the whole
+    comparison run again in turn, never the reference alone; the second run is kept (both sides) only if its
+    references agree, else the first run (both sides), the reference flagged."""
+    from course_lib.core import timing
+    from course_lib.core.timing import Timing, benchmark_interleaved, check_references_in_turn
+
+    monkeypatch.setattr(timing, "benchmark", lambda *a, **k: pytest.fail("a reference was timed alone"))
+    blocks = iter([1.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(timing, "benchmark_blocks", lambda fns: [Timing((next(blocks),) * 10)])
+    first = [Timing((1.2,) * 20), Timing((2.0,) * 20)]            # cuBLAS 20% off its back-to-back time
+    second = [Timing((1.01,) * 20), Timing((2.2,) * 20)]
+    kept = check_references_in_turn(first, [None, None], [0], lambda: second)
+    assert [t.median_s for t in kept] == [1.01, 2.2]             # both sides from the second run
+    assert kept[0].second["agree"] and [a["ratio"] for a in kept[0].second["attempts"]] == pytest.approx([1.2, 1.01])
+    assert kept[1].second is None                                # the course's kernel carries no second protocol
+    flagged = check_references_in_turn(first, [None, None], [0], lambda: [Timing((1.1,) * 20), Timing((9.0,) * 20)])
+    assert [t.median_s for t in flagged] == [1.2, 2.0] and not flagged[0].second["agree"]
+    blocks = iter([1.0])
+    fine = check_references_in_turn([Timing((2.0,) * 20), Timing((1.02,) * 20)], [None, None], [1],
+                                    lambda: pytest.fail("agreeing references need no second run"))
+    assert fine[1].second["agree"] and len(fine[1].second["attempts"]) == 1
+
+    # and the harness itself routes through it: a disagreement re-runs every call in turn
+    runs = []
+    monkeypatch.setattr(timing, "_timed_in_turn", lambda fns, *a: runs.append(len(fns)) or [Timing((1.2,) * 20)] * len(fns))
+    blocks = iter([1.0, 1.0])
+    benchmark_interleaved([lambda: None, lambda: None, lambda: None], samples=20, references=[0])
+    assert runs == [3, 3]

@@ -223,8 +223,17 @@ def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30
     For ratios between them: a GPU at its power cap moves its clock with temperature, and
     timing one function's samples after another's would credit the first with a cooler chip.
     Each call is held as in ``benchmark``. ``references``: the indices of library calls, each then
-    checked against the second protocol (``check_reference``).
+    checked against the second protocol; where one disagrees, every call is timed again in turn, so that
+    both sides of each ratio come from one interleaved run (``check_references_in_turn``).
     """
+    timings = _timed_in_turn(fns, samples, warmup, hold)
+    if not references:
+        return timings
+    return check_references_in_turn(timings, fns, references, lambda: _timed_in_turn(fns, samples, warmup, hold))
+
+
+def _timed_in_turn(fns: Sequence[Callable[[], object]], samples: int, warmup: int, hold: bool) -> list[Timing]:
+    """One interleaved run of ``benchmark_interleaved``: every call timed in turn, ``samples`` rounds."""
     progress.step(f"timing {len(fns)} calls in turn, {samples} samples each")
     _check_samples(samples)
     import cupy
@@ -242,10 +251,7 @@ def benchmark_interleaved(fns: Sequence[Callable[[], object]], samples: int = 30
                 out[i].append(elapsed)
     for i, (n_late, hold_s) in enumerate(zip(late, holds)):
         _warn_if_late(n_late, samples, hold_s, f"benchmark_interleaved, call {i + 1} of {len(fns)}")
-    timings = [Timing(tuple(times), n_late, gpu.summary()) for times, n_late in zip(out, late)]
-    for i in references:
-        timings[i] = check_reference(timings[i], fns[i], lambda i=i: benchmark(fns[i], samples, warmup, hold=hold))
-    return timings
+    return [Timing(tuple(times), n_late, gpu.summary()) for times, n_late in zip(out, late)]
 
 
 def benchmark_blocks(fns: Sequence[Callable[[], object]], samples: int = 10, calls: int = BLOCK_CALLS,
@@ -270,12 +276,21 @@ def benchmark_blocks(fns: Sequence[Callable[[], object]], samples: int = 10, cal
     return [Timing(tuple(times), n_late, gpu.summary()) for times, n_late in zip(out, late)]
 
 
+def _second_protocol(blocks: Timing, ratio: float, attempts: list[dict]) -> dict:
+    """What ``Timing.second`` holds: the blocks' samples, the ratio of the medians, whether they agree."""
+    return {"protocol": f"blocks of {BLOCK_CALLS} back-to-back calls after a {BLOCK_HOLD_S * 1e3:.0f} ms hold",
+            "samples_s": list(blocks.samples_s), "late_samples": blocks.late_samples, "gpu": blocks.gpu,
+            "ratio": ratio, "agree": abs(ratio - 1) <= PROTOCOL_TOLERANCE, "tolerance": PROTOCOL_TOLERANCE,
+            "attempts": attempts}
+
+
 def check_reference(timing: Timing, fn: Callable[[], object], measure_again: Callable[[], Timing]) -> Timing:
-    """``timing`` of a library call, checked by the second protocol. If the two medians disagree by more
-    than ``PROTOCOL_TOLERANCE``, both are measured again (the harness by ``measure_again``). If they
-    then agree, the first harness timing was the outlier and the second one is kept; if they still
-    disagree, the first one (taken in turn with the course's kernels) is kept, flagged.
-    ``Timing.second`` records every attempt."""
+    """``timing`` of a library call timed on its own, checked by the second protocol. If the two medians
+    disagree by more than ``PROTOCOL_TOLERANCE``, both are measured again (the harness by ``measure_again``).
+    If they then agree, the first harness timing was the outlier and the second one is kept; if they still
+    disagree, the first one is kept, flagged. ``Timing.second`` records every attempt. (A reference timed in
+    turn with the course's kernels is checked by ``check_references_in_turn`` instead, which never puts a
+    timing taken alone beside ones taken in turn.)"""
     first, attempts, all_blocks = timing, [], []
     for attempt in range(2):
         blocks = benchmark_blocks([fn])[0]
@@ -283,16 +298,37 @@ def check_reference(timing: Timing, fn: Callable[[], object], measure_again: Cal
         ratio = timing.median_s / blocks.median_s
         attempts.append({"harness_median_s": timing.median_s, "blocks_median_s": blocks.median_s,
                          "ratio": ratio})
-        agree = abs(ratio - 1) <= PROTOCOL_TOLERANCE
-        if agree or attempt == 1:
+        if abs(ratio - 1) <= PROTOCOL_TOLERANCE or attempt == 1:
             break
         timing = measure_again()
-    if not agree:   # keep the first harness timing, and the blocks it was compared with
+    if abs(ratio - 1) > PROTOCOL_TOLERANCE:   # keep the first harness timing, and the blocks it was compared with
         timing, ratio, blocks = first, attempts[0]["ratio"], all_blocks[0]
-    second = {"protocol": f"blocks of {BLOCK_CALLS} back-to-back calls after a {BLOCK_HOLD_S * 1e3:.0f} ms hold",
-              "samples_s": list(blocks.samples_s), "late_samples": blocks.late_samples, "gpu": blocks.gpu,
-              "ratio": ratio, "agree": agree, "tolerance": PROTOCOL_TOLERANCE, "attempts": attempts}
-    return replace(timing, second=second)
+    return replace(timing, second=_second_protocol(blocks, ratio, attempts))
+
+
+def check_references_in_turn(timings: list[Timing], fns: Sequence[Callable[[], object]], references: Sequence[int],
+                             measure_again: Callable[[], list[Timing]]) -> list[Timing]:
+    """The library calls ``references`` of an interleaved run ``timings``, each checked by the second protocol.
+    If any disagrees by more than ``PROTOCOL_TOLERANCE``, every call is timed again in turn (``measure_again``:
+    the course's kernels with the references, so each ratio's two sides share a run) and checked again. The
+    second run is kept only if all its references agree; otherwise the first, each disagreeing reference
+    flagged. A reference's ``Timing.second`` records every attempt."""
+    runs = []
+    for attempt in range(2):
+        blocks = {i: benchmark_blocks([fns[i]])[0] for i in references}
+        ratios = {i: timings[i].median_s / blocks[i].median_s for i in references}
+        runs.append((timings, blocks, ratios))
+        agree = all(abs(r - 1) <= PROTOCOL_TOLERANCE for r in ratios.values())
+        if agree or attempt == 1:
+            break
+        timings = measure_again()
+    timings, blocks, ratios = runs[-1] if agree else runs[0]
+    out = list(timings)
+    for i in references:
+        attempts = [{"harness_median_s": t[i].median_s, "blocks_median_s": b[i].median_s, "ratio": r[i],
+                     "in turn with": len(fns) - 1} for t, b, r in runs]
+        out[i] = replace(timings[i], second=_second_protocol(blocks[i], ratios[i], attempts))
+    return out
 
 
 def benchmark_graph(fn: Callable[[], object], calls: int, samples: int = 30) -> Timing:

@@ -24,7 +24,8 @@ def protocol_cells(case: Case) -> dict:
     blocks = kept["blocks_median_s"]
     verdict = "agree" if second["agree"] else f"differ by {abs(case.median_s / blocks - 1):.1%} (flagged)"
     if len(second.get("attempts", [])) > 1 and second["agree"]:
-        verdict += ", after a second measurement"
+        verdict += (", after every call was timed again in turn" if "in turn with" in second["attempts"][-1]
+                    else ", after a second measurement")
     if "moves_between_runs" in case.extra:
         verdict += f"; moved {case.extra['moves_between_runs']:.1%} between recorded runs (flagged)"
     return {"held calls µs": case.median_s * 1e6, "back-to-back µs": blocks * 1e6, "protocols": verdict}
