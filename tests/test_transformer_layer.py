@@ -117,3 +117,36 @@ def test_the_layers_gemm_plans_are_the_dispatchs_picks_on_the_recorded_ladder():
         seen[c.params["phase"], c.params["op"]] = plan.label
     assert {seen["prefill", op] for op in LAYER_GEMMS} == {"rung 7"}
     assert [seen["decode", op] for op in LAYER_GEMMS] == ["split-K ×8", "split-K ×4", "rung 5", "split-K ×4"]
+
+
+def test_stream_rows_set_each_pairs_gain_against_the_most_overlap_can_give():
+    from types import SimpleNamespace
+
+    from course_lib.labs import transformer_layer as lab
+    from course_lib.measure.evidence import Case, Check
+
+    ok = Check("the same ops on one stream", 0.0, 1.0).to_json()
+
+    def case(plan, us, shared_us=100.0):
+        return Case(f"p: {plan}", {"pair": "p", "plan": plan}, "PyTorch", [us * 1e-6] * 20, 0, 0, ok,
+                    extra={"shared_floor_s": shared_us * 1e-6})
+    result = SimpleNamespace(cases=[case("A alone", 60), case("B alone", 80), case("A then B, one stream", 140),
+                                    case("A and B, two streams", 112)])
+    (row,) = lab.stream_rows(result)
+    assert row["best two streams can do µs"] == pytest.approx(100.0)          # the shared roofs, above B alone
+    assert row["gain from two streams"] == pytest.approx(140 / 112) and row["most it could be"] == pytest.approx(1.4)
+
+
+def test_the_stream_pairs_are_independent_ops_of_the_model_with_their_atlas_floors():
+    from course_lib.core.hardware import spec
+    from course_lib.labs import transformer_layer as lab
+
+    pairs = lab.stream_pairs(transformer.LLAMA3_8B, 16, 8192, 4096, 512)
+    assert [(p[2], p[4]) for p in pairs] == [("attention", "MLP")] * 3
+    mlp = lab._op_model(transformer.LLAMA3_8B, transformer.prefill(1, 512), "MLP")
+    ops = transformer.layer_ops(transformer.LLAMA3_8B, transformer.prefill(1, 512))
+    assert mlp.flop == pytest.approx(sum(o.flop for o in ops[6:]))          # RMSNorm (MLP) to the residual add
+    h200 = spec("h200")
+    chunk = pairs[2]
+    attention = lab._op_model(transformer.LLAMA3_8B, chunk[1], "attention")
+    assert attention.bound(h200).binding_roof == "memory" and mlp.bound(h200).binding_roof == "compute"

@@ -5,7 +5,7 @@ import pytest
 
 from course_lib.core.hardware import spec
 from course_lib.models import transformer
-from course_lib.models.transformer import LLAMA3_8B, LLAMA3_70B, ModelShape, decode, prefill
+from course_lib.models.transformer import LLAMA3_8B, LLAMA3_70B, ModelShape, Op, decode, overlap_bound, prefill
 
 
 @pytest.mark.parametrize("m, flop, nbytes, intensity", [
@@ -77,3 +77,24 @@ def test_batching_decode_moves_the_projections_right_on_the_roofline():
 def test_impossible_shapes_are_refused_with_the_reason(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_two_streams_gain_only_what_the_shared_roofs_leave():
+    # Worked by hand on the H200's datasheet (989.4 TFLOP/s bf16, 4.8 TB/s):
+    # two memory-bound ops reading 240 MB each have a 50 µs floor alone and 100 µs together on HBM.
+    h200 = spec("h200")
+    a, b = Op("a", "elementwise", 0.0, 240e6), Op("b", "elementwise", 0.0, 240e6)
+    half_speed = overlap_bound(a, b, 100e-6, 100e-6, h200)     # each alone at half the bandwidth: room to share
+    assert half_speed.serial_s == pytest.approx(200e-6) and half_speed.shared_floor_s == pytest.approx(100e-6)
+    assert half_speed.best_gain == pytest.approx(2.0)
+    near_roof = overlap_bound(a, b, 55e-6, 55e-6, h200)        # each alone near the roof: together still 100 µs
+    assert near_roof.overlapped_s == pytest.approx(100e-6) and near_roof.best_gain == pytest.approx(1.1)
+    assert near_roof.limiter == "the shared roofs"
+    # a GEMM at the tensor roof for 100 µs (98.94 GFLOP, its bytes negligible) beside a 480 MB read (100 µs):
+    # different roofs, so together they need only the longer op's time
+    gemm, read = Op("gemm", "gemm", 98.94e9, 1e3), Op("read", "elementwise", 0.0, 480e6)
+    mixed = overlap_bound(gemm, read, 110e-6, 105e-6, h200)
+    assert mixed.shared_floor_s == pytest.approx(100e-6, rel=1e-3) and mixed.overlapped_s == pytest.approx(110e-6)
+    assert mixed.best_gain == pytest.approx(215 / 110) and mixed.limiter == "the longer op alone"
+    with pytest.raises(ValueError, match="a_seconds"):
+        overlap_bound(a, b, 0.0, 1e-6, h200)

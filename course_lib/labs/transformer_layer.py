@@ -22,7 +22,7 @@ import numpy as np
 
 from course_lib.core import cuda
 from course_lib.core.hardware import BYTES_PER_ELEMENT, detect, gpu_spec, slug
-from course_lib.core.timing import benchmark, benchmark_interleaved
+from course_lib.core.timing import GpuHold, benchmark, benchmark_interleaved
 from course_lib.launch import decode_attention as decode
 from course_lib.launch import hopper_gemm
 from course_lib.launch.memory_hierarchy import bytes_read, full_grid, run_read
@@ -572,6 +572,160 @@ def layer_ops(model: str, prefill: list[int], decode: list[int], samples: int, c
                               layer_flop, layer_bytes, _ok(label), extra=extra))
         del layer
     return cases
+
+
+# --------------------------------------------------------------------------- two ops on two streams
+
+STREAM_PLANS = ("A alone", "B alone", "A then B, one stream", "A and B, two streams")
+
+
+def _mlp(layer: _Layer, x):
+    """The layer's MLP block on rows ``x``: RMSNorm, gate and up, SiLU · up, down, residual."""
+    return x + layer.down(layer.silu_mul(layer.gate_up(layer.rmsnorm(x, layer.norm2))))
+
+
+def _attention_call(layer: _Layer):
+    """The layer's attention (SDPA) on the Q, K and V one forward pass gives it, as a call."""
+    q, k, v = layer.rope(layer.qkv(layer.rmsnorm(layer.x, layer.norm1)))
+    return lambda: layer.attention(q, k, v)
+
+
+def stream_pairs(shape: transformer.ModelShape, decode_batch: int, context: int, prefill_tokens: int,
+                 chunk_tokens: int) -> list[tuple[str, transformer.Phase, str, transformer.Phase, str]]:
+    """(pair, A's phase, A's op, B's phase, B's op) for each pair of independent ops the experiment overlaps:
+    two decode micro-batches (one's attention, the other's MLP), two prefill sequences (likewise), and a
+    decode step's attention beside the MLP of a prefill chunk (what chunked-prefill serving runs together)."""
+    half = decode_batch // 2
+    return [
+        (f"decode: attention of {half} sequences ∥ MLP of {half} others", decode_phase(half, context), "attention",
+         decode_phase(half, context), "MLP"),
+        (f"prefill: one sequence's attention ∥ another's MLP ({prefill_tokens} tokens each)",
+         prefill_phase(1, prefill_tokens), "attention", prefill_phase(1, prefill_tokens), "MLP"),
+        (f"decode attention ({decode_batch} × {context}) ∥ MLP of a {chunk_tokens}-token prefill chunk",
+         decode_phase(decode_batch, context), "attention", prefill_phase(1, chunk_tokens), "MLP"),
+    ]
+
+
+def _op_model(shape: transformer.ModelShape, phase: transformer.Phase, op: str) -> transformer.Op:
+    """The atlas's op (attention), or the MLP block's ops summed into one."""
+    ops = transformer.layer_ops(shape, phase)
+    if op == "attention":
+        return next(o for o in ops if o.kind == "attention")
+    mlp = ops[ops.index(next(o for o in ops if o.name == "RMSNorm (MLP)")):]
+    return transformer.Op("MLP", "gemm", sum(o.flop for o in mlp), sum(o.bytes for o in mlp))
+
+
+def _on_streams(a, b):
+    """A call that runs ``a`` on one side stream and ``b`` on another, both after the current stream's work,
+    the current stream waiting for both (what the harness's events, on the current stream, time); the
+    streams; and the outputs of the last call, {"a": ..., "b": ...}."""
+    import torch
+
+    s1, s2, outs = torch.cuda.Stream(), torch.cuda.Stream(), {}
+
+    def both():
+        here = torch.cuda.current_stream()
+        s1.wait_stream(here)
+        s2.wait_stream(here)
+        with torch.cuda.stream(s1):
+            outs["a"] = a()
+        with torch.cuda.stream(s2):
+            outs["b"] = b()
+        here.wait_stream(s1)
+        here.wait_stream(s2)
+    return both, (s1, s2), outs
+
+
+def _timeline(a, b, streams, hold_s: float = 2e-3) -> dict:
+    """One traced run on two streams: when A's and B's work started and ended on the GPU, µs from the
+    common start, with the GPU held first so the host's launches are all queued before either starts."""
+    import torch
+
+    s1, s2 = streams
+    here = torch.cuda.current_stream()
+    ev = {k: torch.cuda.Event(enable_timing=True) for k in ("start", "a0", "a1", "b0", "b1")}
+    GpuHold()(hold_s)
+    ev["start"].record(here)
+    s1.wait_stream(here)
+    s2.wait_stream(here)
+    with torch.cuda.stream(s1):
+        ev["a0"].record(s1)
+        a()
+        ev["a1"].record(s1)
+    with torch.cuda.stream(s2):
+        ev["b0"].record(s2)
+        b()
+        ev["b1"].record(s2)
+    here.wait_stream(s1)
+    here.wait_stream(s2)
+    torch.cuda.synchronize()
+    at = {k: 1e3 * ev["start"].elapsed_time(ev[k]) for k in ("a0", "a1", "b0", "b1")}
+    return {"A": [at["a0"], at["a1"]], "B": [at["b0"], at["b1"]]}
+
+
+@experiment("layer.streams",
+            "Two independent ops of Llama 3 8B layers on two CUDA streams, against the same two on one stream and "
+            "each alone: two decode micro-batches (one's attention beside the other's MLP), two prefill sequences, "
+            "and a decode step's attention beside a prefill chunk's MLP; with one traced run's timeline.",
+            model="Llama 3 8B", decode_batch=16, context=8192, prefill_tokens=4096, chunk_tokens=512, samples=20)
+def layer_streams(model: str, decode_batch: int, context: int, prefill_tokens: int, chunk_tokens: int,
+                  samples: int) -> list[Case]:
+    import cupy
+    import torch
+
+    shape, cases = MODELS[model], []
+    gpu = gpu_spec(detect().name)
+    for seed, (pair, phase_a, op_a, phase_b, op_b) in enumerate(
+            stream_pairs(shape, decode_batch, context, prefill_tokens, chunk_tokens)):
+        layer_a, layer_b = _Layer(shape, phase_a, 10 + 2 * seed), _Layer(shape, phase_b, 11 + 2 * seed)
+        calls = {"attention": lambda layer: _attention_call(layer), "MLP": lambda layer: (lambda: _mlp(layer, layer.x))}
+        a, b = calls[op_a](layer_a), calls[op_b](layer_b)
+        want_a, want_b = a(), b()
+
+        def serial():
+            a()
+            b()
+        both, streams, outs = _on_streams(a, b)
+        both()
+        torch.cuda.synchronize()
+        err = max(float((outs["a"].float() - want_a.float()).abs().max()), float((outs["b"].float() - want_b.float()).abs().max()))
+        scale = max(float(want_a.float().abs().max()), float(want_b.float().abs().max()))
+        check = Check("the same ops on one stream", err, 1e-2 * scale).to_json()
+        times = benchmark_interleaved([a, b, serial, both], samples)
+        model_a, model_b = _op_model(shape, phase_a, op_a), _op_model(shape, phase_b, op_b)
+        bound = transformer.overlap_bound(model_a, model_b, times[0].median_s, times[1].median_s, gpu)
+        params = {"pair": pair}
+        for plan, t in zip(STREAM_PLANS, times):
+            flop = (model_a.flop if "A" in plan else 0) + (model_b.flop if "B" in plan else 0)
+            nbytes = (model_a.bytes if "A" in plan else 0) + (model_b.bytes if "B" in plan else 0)
+            extra = {"A": f"{op_a} ({phase_a.name}, batch {phase_a.batch})", "B": f"{op_b} ({phase_b.name}, "
+                     f"{phase_b.rows} rows)", "floor_s": {"A alone": model_a.bound(gpu).seconds,
+                                                          "B alone": model_b.bound(gpu).seconds}.get(plan),
+                     "shared_floor_s": bound.shared_floor_s, "overlapped_bound_s": bound.overlapped_s}
+            if plan == "A and B, two streams":
+                extra["timeline_us"] = _timeline(a, b, streams)
+            cases.append(require_passed(Case(f"{pair}: {plan}", {**params, "plan": plan}, "PyTorch (cuBLAS, SDPA)",
+                                             t, flop, nbytes, check, extra=extra)))
+        del layer_a, layer_b
+        torch.cuda.empty_cache()
+        cupy.get_default_memory_pool().free_all_blocks()
+    return cases
+
+
+def stream_rows(result) -> list[dict]:
+    """Per pair: each op alone, the two on one stream and on two, against what overlapping can at best give
+    (the longer op alone, or both on the shared roofs)."""
+    rows = []
+    for pair in dict.fromkeys(c.params["pair"] for c in result.cases):
+        by = {c.params["plan"]: c for c in result.cases if c.params["pair"] == pair}
+        a, b, serial, both = (by[p] for p in STREAM_PLANS)
+        best = max(a.median_s, b.median_s, a.extra["shared_floor_s"])
+        rows.append({"pair": pair, "A alone µs": a.median_s * 1e6, "B alone µs": b.median_s * 1e6,
+                     "one stream µs": serial.median_s * 1e6, "two streams µs": both.median_s * 1e6,
+                     "best two streams can do µs": best * 1e6,
+                     "gain from two streams": serial.median_s / both.median_s,
+                     "most it could be": serial.median_s / best})
+    return rows
 
 
 def _ok(label: str) -> dict:

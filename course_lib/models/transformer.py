@@ -198,6 +198,40 @@ def atlas(shape: ModelShape, phase: Phase, gpu: GpuSpec, dtype: str = "bf16",
     return [AtlasRow(op, op.bound(gpu, dtype)) for op in layer_ops(shape, phase, dtype, replicated_kv)]
 
 
+@dataclass(frozen=True)
+class OverlapBound:
+    """Two independent ops on two streams: what overlapping them can at best give.
+
+    Run one after the other they take ``serial_s``. Together they still share one GPU's roofs: their FLOPs
+    on the compute roofs and their bytes on HBM (``shared_floor_s``), and neither finishes before it would
+    alone. So two streams take at least ``overlapped_s`` = max(the longer op, the shared floor): two ops
+    that each fill the GPU (both near a roof) gain little; an op that leaves the GPU idle (too few blocks,
+    or latency-bound) can hide another."""
+    alone_s: tuple[float, float]
+    serial_s: float
+    shared_floor_s: float
+    overlapped_s: float
+
+    @property
+    def best_gain(self) -> float:
+        """The largest speed-up two streams can give over one: serial time over the overlapped floor."""
+        return self.serial_s / self.overlapped_s
+
+    @property
+    def limiter(self) -> str:
+        longer = max(self.alone_s)
+        return "the longer op alone" if longer >= self.shared_floor_s else "the shared roofs"
+
+
+def overlap_bound(a: Op, b: Op, a_seconds: float, b_seconds: float, gpu: GpuSpec, dtype: str = "bf16") -> OverlapBound:
+    """``OverlapBound`` of ops ``a`` and ``b``, which take ``a_seconds`` and ``b_seconds`` alone (measured, or
+    their floors): the shared floor adds their compute times on their own roofs and their bytes on HBM."""
+    positives(a_seconds=a_seconds, b_seconds=b_seconds)
+    ra, rb = a.bound(gpu, dtype), b.bound(gpu, dtype)
+    shared = max(ra.compute_seconds + rb.compute_seconds, (a.bytes + b.bytes) / gpu.hbm_bandwidth_bytes_per_s)
+    return OverlapBound((a_seconds, b_seconds), a_seconds + b_seconds, shared, max(a_seconds, b_seconds, shared))
+
+
 def time_shares(rows: list[AtlasRow]) -> list[float]:
     """Each op's share of the layer's summed floors: where time must go, at the least."""
     total = sum(r.seconds for r in rows)
