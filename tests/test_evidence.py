@@ -13,7 +13,9 @@ RECORD_FILES = sorted(RECORDED_DIR.glob("*/*.json"))
 # Experiments written and reviewed but not yet run on the H200 (no machine could be started in the session that
 # wrote them). Record them with `python -m course_lib.record NAME`, then take them off this list: the test below
 # fails for a name still listed once its record exists. No notebook shows them until they are recorded.
-WAITING_FOR_A_GPU: dict[str, str] = {}   # experiments registered before a GPU could record them: name -> why
+WAITING_FOR_A_GPU: dict[str, str] = {   # experiments registered before a GPU could record them: name -> why
+    "layer.streams": "notebook 12's two ops on two streams, written while no GPU could be had",
+}
 
 
 def test_there_are_h200_records_for_every_experiment():

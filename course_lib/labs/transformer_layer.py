@@ -712,6 +712,7 @@ def layer_streams(model: str, decode_batch: int, context: int, prefill_tokens: i
     return cases
 
 
+@beside_reference
 def stream_rows(result) -> list[dict]:
     """Per pair: each op alone, the two on one stream and on two, against what overlapping can at best give
     (the longer op alone, or both on the shared roofs)."""
