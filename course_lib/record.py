@@ -4,6 +4,10 @@
     python -m course_lib.record machine.copy_bandwidth roofline.measured
     python -m course_lib.record --list
     python -m course_lib.record --runs 3 hopper.ladder   # three runs, the last the record, all kept
+    python -m course_lib.record multi_gpu.collectives    # on a machine of 2-8 GPUs: into <gpu>-x<N>/
+
+An experiment that measures between GPUs (``min_gpus``) is skipped, with a line that says so, on a machine
+with fewer; its record goes to ``data/recorded/<gpu-slug>-x<N>/`` with the GPU count, topology and NCCL.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import time
 from pathlib import Path
 
 from course_lib.core import runtime
+from course_lib.launch import collectives
 from course_lib.measure import conditions, evidence, experiments
 
 
@@ -36,10 +41,21 @@ def main(argv: list[str] | None = None) -> int:
         ok, why = runtime._probe_gpu()
         print(f"Recording needs a CUDA GPU, and none is usable here: {why}", file=sys.stderr)
         return 2
+    gpus = collectives.gpu_count()
     for name in args.names or sorted(experiments.all_experiments()):
         t0 = time.perf_counter()
-        runs = args.runs or experiments.all_experiments()[name].record_runs
+        exp = experiments.all_experiments()[name]
+        if exp.min_gpus > gpus:
+            print(f"{name}: skipped, it measures between {exp.min_gpus} or more GPUs and this machine has {gpus}",
+                  file=sys.stderr)
+            if args.names:
+                return 2
+            continue
+        runs = args.runs or exp.record_runs
         results = [experiments.run_live(name, experiments.resolve_params(name)) for _ in range(runs)]
+        if exp.min_gpus > 1:
+            for r in results:
+                r.machine.update(collectives.machine_manifest(), slug=f"{r.machine['slug']}-x{gpus}")
         result = results[-1]
         result.repeats = results[:-1]
         conditions.mark_moving_references(result)

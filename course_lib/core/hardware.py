@@ -37,6 +37,15 @@ class GpuSpec:
     max_threads_per_sm: int
     peak_flop_per_s: dict[str, float] = field(default_factory=dict)
     memory_bytes: float | None = None      # the datasheet's GPU memory (decimal GB, as datasheets give it)
+    # Special-function (MUFU) results per clock per SM: exp2, log2, reciprocal, reciprocal square root, sine,
+    # cosine. From the CUDA C++ Programming Guide, table "Throughput of Native Arithmetic Instructions"
+    # (operations per clock cycle per multiprocessor), row "32-bit floating-point reciprocal, reciprocal
+    # square root, base-2 logarithm, base 2 exponential, sine, cosine": 16 for cc 7.x, 8.x and 9.0. It bounds
+    # the rate of a softmax's exponentials (notebook 13). None: not checked for that chip.
+    sfu_results_per_clock_per_sm: int | None = None
+    # NVLink between GPUs, per GPU, both directions added together as the datasheets give it ("900GB/s");
+    # a collective's α–β model wants one direction: ``nvlink_per_direction_bytes_per_s``. None: no NVLink.
+    nvlink_bidirectional_bytes_per_s: float | None = None
     source: str = ""
     notes: str = ""
 
@@ -48,6 +57,13 @@ class GpuSpec:
             have = ", ".join(self.peak_flop_per_s)
             raise ValueError(f"{self.name} has no {dtype} peak on its datasheet (it lists {have})")
         return self.peak_flop_per_s[dtype]
+
+    @property
+    def nvlink_per_direction_bytes_per_s(self) -> float | None:
+        """One direction of the datasheet's NVLink figure: what a GPU can send (and, at the same time,
+        receive) over all its links; None without NVLink."""
+        total = self.nvlink_bidirectional_bytes_per_s
+        return None if total is None else total / 2
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -68,6 +84,7 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=1024,
             peak_flop_per_s=_tf(fp32=8.1, fp16=65.0),
             memory_bytes=16e9,
+            sfu_results_per_clock_per_sm=16,
             source="NVIDIA T4 Tensor Core GPU datasheet; Turing architecture whitepaper (SMs, L2)",
             notes="GDDR6, not HBM. No bf16, tf32 or fp8 tensor cores.",
         ),
@@ -78,6 +95,7 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=1536,
             peak_flop_per_s=_tf(fp32=30.3, tf32=60.0, fp16=121.0, bf16=121.0, fp8=242.5),
             memory_bytes=24e9,
+            sfu_results_per_clock_per_sm=16,
             source="NVIDIA L4 Tensor Core GPU datasheet (dense = half the sparse figures); Ada Lovelace whitepaper",
             notes="GDDR6, not HBM.",
         ),
@@ -88,6 +106,7 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=1536,
             peak_flop_per_s=_tf(fp32=31.2, tf32=62.5, fp16=125.0, bf16=125.0),
             memory_bytes=24e9,
+            sfu_results_per_clock_per_sm=16,
             source="NVIDIA A10 Tensor Core GPU datasheet; Ampere GA102 whitepaper",
             notes="GDDR6, not HBM.",
         ),
@@ -98,7 +117,10 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=19.5, tf32=156.0, fp16=312.0, bf16=312.0),
             memory_bytes=80e9,
-            source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM); NVIDIA A100 architecture whitepaper",
+            sfu_results_per_clock_per_sm=16,
+            nvlink_bidirectional_bytes_per_s=600e9,   # NVLink 3, 12 links
+            source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM; NVLink 600GB/s); "
+            "NVIDIA A100 architecture whitepaper",
         ),
         GpuSpec(
             "h100-sxm", "NVIDIA H100 80GB HBM3", "9.0", sm_count=132, boost_clock_mhz=1980,
@@ -107,7 +129,10 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=67.0, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9),
             memory_bytes=80e9,
-            source="NVIDIA H100 Tensor Core GPU datasheet (SXM; dense = half the sparse figures); Hopper whitepaper",
+            sfu_results_per_clock_per_sm=16,
+            nvlink_bidirectional_bytes_per_s=900e9,   # NVLink 4, 18 links
+            source="NVIDIA H100 Tensor Core GPU datasheet (SXM; dense = half the sparse figures; NVLink 900GB/s); "
+            "Hopper whitepaper",
         ),
         GpuSpec(
             "h200", "NVIDIA H200", "9.0", sm_count=132, boost_clock_mhz=1980,
@@ -116,7 +141,10 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=67.0, tf32=494.7, fp16=989.4, bf16=989.4, fp8=1978.9),
             memory_bytes=141e9,
-            source="NVIDIA H200 Tensor Core GPU datasheet (SXM; dense = half the sparse figures); Hopper whitepaper",
+            sfu_results_per_clock_per_sm=16,
+            nvlink_bidirectional_bytes_per_s=900e9,   # NVLink 4, 18 links
+            source="NVIDIA H200 Tensor Core GPU datasheet (SXM; dense = half the sparse figures; NVLink 900GB/s); "
+            "Hopper whitepaper",
             notes="The H200 datasheet does not list L2; 50 MB is the Hopper whitepaper's SXM5 figure. "
             "The device itself may report a different size: the machine card shows both.",
         ),
@@ -127,7 +155,9 @@ SPECS: dict[str, GpuSpec] = {
             registers_per_sm=65536, max_threads_per_sm=2048,
             peak_flop_per_s=_tf(fp32=75.0, tf32=1100.0, fp16=2250.0, bf16=2250.0, fp8=4500.0, fp4=9000.0),
             memory_bytes=180e9,
-            source="NVIDIA HGX B200 datasheet (per GPU; dense = half the sparse figures); CUDA programming guide (cc 10.0 limits)",
+            nvlink_bidirectional_bytes_per_s=1.8e12,   # NVLink 5, 18 links
+            source="NVIDIA HGX B200 datasheet (per GPU; dense = half the sparse figures; NVLink 1.8TB/s); "
+            "CUDA programming guide (cc 10.0 limits)",
             notes="Clock and L2 are not on the datasheet. The round numbers often quoted are 2 PFLOP/s fp16 and 8 TB/s.",
         ),
     ]

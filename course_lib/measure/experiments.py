@@ -26,14 +26,17 @@ class Experiment:
     # How many times the recorder runs it: a headline comparison (a kernel against a library
     # reference) is recorded at least three times, so its figures are ranges over runs, not one run.
     record_runs: int = 1
+    # GPUs of one machine the experiment measures between (notebook 14's collectives): its record goes to
+    # data/recorded/<gpu>-x<N>/, and the recorder skips it on a machine with fewer.
+    min_gpus: int = 1
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(name: str, summary: str, record_runs: int = 1, **defaults):
+def experiment(name: str, summary: str, record_runs: int = 1, min_gpus: int = 1, **defaults):
     def register(fn):
-        REGISTRY[name] = Experiment(name, defaults, fn, summary, record_runs)
+        REGISTRY[name] = Experiment(name, defaults, fn, summary, record_runs, min_gpus)
         return fn
     return register
 
