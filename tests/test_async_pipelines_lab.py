@@ -1,5 +1,6 @@
-"""Notebook 09's pieces that need no GPU: the measured-overlap arithmetic, the recorded results
-against the course's targets, the analysis tables, and the exercise checks."""
+"""Notebook 09's pieces that need no GPU: the measured-overlap arithmetic, what the record shows that
+no claim checks (notebooks/claims/09_async_pipelines.py holds its figures), the analysis tables, and the
+exercise checks."""
 import pytest
 
 from course_lib.exercises.async_pipelines import check_stages, check_winner, fewest_stages
@@ -39,63 +40,35 @@ def test_overlap_of_the_models_pipelined_schedule_grows_with_stages():
 @pytest.fixture(scope="module")
 def recorded():
     return {name: experiments.replay(f"pipeline.{name}", experiments.resolve_params(f"pipeline.{name}"), "h200")
-            for name in ("latency", "streaming", "gemm_stages", "timeline", "proxy_fence")}
+            for name in ("latency", "streaming", "timeline", "proxy_fence")}
 
 
-def test_recorded_latencies_order_the_memory_levels(recorded):
-    lv = lab_pipeline.memory_levels(recorded["latency"])
-    assert 10 < lv["L1"] < 40 < lv["L2"] < 200 < lv["HBM"] < 1000
-    need = lab_pipeline.littles_law(recorded["latency"], recorded["streaming"])
-    assert 8e3 < need["bytes in flight per SM (Little's law)"] < 20e3
-
-
-def test_recorded_stages_reach_the_bandwidth_of_eight_times_the_warps(recorded):
+def test_recorded_eight_pipelined_warps_stand_for_sixty_four_synchronous_ones(recorded):
+    """The warp counts in 09's words ("64 warps of synchronous loads and 8 warps with three or four stages"), and
+    the synchronous kernel's achieved occupancy where the model gives it every warp slot: the claims check the
+    bandwidths of these variants, not their warps."""
     rows = {(r["kernel"], r["blocks/SM"], r["stages"]): r for r in
             lab_pipeline.streaming_rows(recorded["streaming"], lab_pipeline.memory_levels(recorded["latency"])["HBM"])}
     sync8 = rows[("stream_sync", 8, "-")]
-    for kernel in ("stream_cp_async", "stream_bulk"):
-        deep = rows[(kernel, 1, 4)]
-        assert deep["warps/SM"] == sync8["warps/SM"] / 8 and deep["GB/s"] >= 0.97 * sync8["GB/s"]
-        assert rows[(kernel, 1, 1)]["GB/s"] < 0.8 * deep["GB/s"]
-    occ = {(r["kernel"], r["blocks/SM"]): r for r in lab_pipeline.occupancy_rows(recorded["streaming"])}
-    assert occ[("stream_sync", 8)]["achieved occupancy (ncu)"] > "90" and occ[("stream_cp_async", 1)]["achieved occupancy (ncu)"] < "13"
+    assert sync8["warps/SM"] == 64
+    assert all(rows[(kernel, 1, 4)]["warps/SM"] == 8 for kernel in ("stream_cp_async", "stream_bulk"))
+    occ = {(r["kernel"], r["blocks/SM"], r["stages"]): r for r in lab_pipeline.occupancy_rows(recorded["streaming"])}
+    assert float(occ[("stream_sync", 8, "-")]["achieved occupancy (ncu)"].rstrip("%")) > 90
 
 
-def test_recorded_gemm_speedup_from_one_stage_meets_the_target(recorded):
-    rows = lab_pipeline.gemm_rows(recorded["gemm_stages"])
-    for copies in ("cp.async", "tma"):
-        best = max(r["speedup over 1 stage"] for r in rows if r["copies"] == copies and r["blocks/SM"] == 1)
-        assert best >= 1.5
-    model = lab_pipeline.gemm_model(recorded["gemm_stages"], "tma")
-    measured = {r["stages"]: r["µs"] for r in rows if r["copies"] == "tma" and r["blocks/SM"] == 1}
-    assert all(abs(model["predicted µs"][s] - measured[s]) < 0.03 * measured[s] for s in measured)
-
-
-def test_recorded_timeline_shows_overlap_only_when_pipelined(recorded):
+def test_recorded_timeline_with_four_slots_runs_well_under_the_serial_time(recorded):
+    """09: "From two slots on ... the kernel takes about 50 µs instead of about 90"; its claim times two slots only."""
     rows = {r["plan"]: r for r in lab_pipeline.timeline_rows(recorded["timeline"])}
-    low = lambda r: int(r["overlap (copy time under math)"].split("-")[0].rstrip("%"))   # noqa: E731
-    assert low(rows["serial"]) < 15 and low(rows["4 stages"]) > 70
     assert rows["4 stages"]["µs"] < 0.7 * rows["serial"]["µs"]
-    assert all(float(r["tracing cost"].rstrip("%")) < 15 for r in rows.values())
 
 
-def test_recorded_proxy_fence_matters_in_the_gemm(recorded):
-    rows = {(r["kernel"], r["variant"]): r for r in lab_pipeline.proxy_rows(recorded["proxy_fence"])}
-    gemm = "bf16_gemm_mma (tma), n=4096"
-    assert rows[(gemm, "with the fence")]["wrong runs"] == 0 and rows[(gemm, "without the fence")]["wrong runs"] > 0
+def test_recorded_racecheck_ran_on_each_small_race_kernel_and_the_gemm_both_ways_and_found_no_hazard(recorded):
+    """09: "Racecheck reported no hazard in any of them", with the fence and without it (a race kernel missing
+    from the record fails here too)."""
     lines = lab_pipeline.racecheck_lines(recorded["proxy_fence"])
-    assert gemm in lines and all(set(v) == {"with the fence", "without the fence"} for v in lines.values())
-
-
-def test_recorded_small_race_kernels_are_wrong_in_every_unfenced_run_and_never_when_fenced(recorded):
-    small = [c for c in recorded["proxy_fence"].cases if c.params["kernel"] in pipeline_launch.RACE_KERNELS]
-    assert {c.params["kernel"] for c in small} == set(pipeline_launch.RACE_KERNELS)
-    for c in small:
-        fenced, unfenced = c.extra["with the fence"], c.extra["without the fence"]
-        assert fenced["wrong_values"] == 0 and fenced["wrong_runs"] == 0, c.name
-        assert unfenced["wrong_runs"] == unfenced["runs"] and unfenced["wrong_values"] > 0, c.name
-    silent = lab_pipeline.racecheck_lines(recorded["proxy_fence"])   # the sanitizer sees no hazard either way
-    assert all("0 hazards" in " ".join(v) for lines in silent.values() for v in lines.values())
+    assert {name.split(",")[0] for name in lines} == {*pipeline_launch.RACE_KERNELS, "bf16_gemm_mma (tma)"}
+    assert all(set(v) == {"with the fence", "without the fence"} for v in lines.values())
+    assert all("RACECHECK SUMMARY: 0 hazards" in " ".join(v) for kernel in lines.values() for v in kernel.values())
 
 
 def test_check_stages_accepts_the_fewest_and_rejects_others():

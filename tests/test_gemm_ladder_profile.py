@@ -1,4 +1,5 @@
-"""Notebook 06's profile of the ladder: the tile model's L2 bytes, and the recorded findings the prose states."""
+"""Notebook 06's profile of the ladder: the tile model's L2 bytes, and its tables over the record (the figures
+the prose states are notebooks/claims/06_gemm_ladder.py's)."""
 import pytest
 
 from course_lib.labs import gemm_ladder as prof
@@ -31,17 +32,7 @@ def test_every_rung_was_profiled_and_says_what_ncu_measured(recorded):
     assert len(rows) == len(prof.LADDER) and all(r["what ncu measured"].startswith("top stall") for r in rows)
     stalls = {r["kernel"]: r["top stall"] for r in prof.stall_rows(recorded)}
     assert "lg_throttle" in stalls["1 naive"] and "mio_throttle" in stalls["3 shared-memory tiles"]
-
-
-def test_recorded_memory_findings_that_notebook_06_states(recorded):
-    rows = {r["kernel"]: r for r in prof.memory_rows(recorded)}
-    naive = rows["1 naive"]
-    assert naive["L2 GB (ncu)"] < naive["L2 GB, tile model (analytic)"] / 10    # L1 beats the no-reuse bound
-    assert all(1.5 < rows[k]["DRAM ÷ compulsory 3n²b"] < 2.5 for k in ("5 2-D register tiles", "9 16x8 thread tile"))
-    grouped, row_order = rows["bf16 mma.sync (tma), n=8192"], rows["bf16 mma.sync (tma, tiles in row order), n=8192"]
-    assert row_order["DRAM GB (ncu)"] > 2 * grouped["DRAM GB (ncu)"]              # what the grouping buys at 8192
-    conflicts = {k: int(r["of them bank conflicts"].rstrip("%")) for k, r in rows.items() if r["of them bank conflicts"] != "—"}
-    assert conflicts["5 2-D register tiles"] > 30 and conflicts["7 warp tiles"] < 5
+    assert [r["kernel"] for r in prof.memory_rows(recorded)] == list(stalls)   # the memory table: every profiled launch
 
 
 def test_the_split_of_the_gap_to_cublas_that_notebook_06_states_follows_the_records():

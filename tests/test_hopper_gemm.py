@@ -1,6 +1,7 @@
 """Notebook 10's pieces that need no GPU: the descriptor and swizzle models (held to the kernel's
-own arithmetic), setmaxnreg's budget, the rungs' launch contracts, the recorded results against the
-course's targets, and the exercise checks (right answers pass, wrong ones are told why)."""
+own arithmetic), setmaxnreg's budget, the rungs' launch contracts, the records' coverage and what they show
+that no claim checks (notebooks/claims/10_hopper_gemm.py holds their figures), and the exercise checks (right
+answers pass, wrong ones are told why)."""
 import re
 
 import pytest
@@ -150,29 +151,24 @@ def recorded():
     return {n: experiments.replay(f"hopper.{n}", experiments.resolve_params(f"hopper.{n}"), "h200") for n in names}
 
 
-def test_recorded_best_rung_reaches_the_target_at_4096_and_8192(recorded):
+def test_recorded_best_rung_is_rung_7_at_4096_and_8192(recorded):
+    """10: "The best rung, rung 7, reached ..."; the claims hold rung 7's share of cuBLAS, not that it is the best."""
     for shape in ([4096, 4096, 4096], [8192, 8192, 8192]):
-        kernel, pct = lab_hopper.best_rung_percent(recorded["ladder"], shape)
-        assert kernel == "hgemm_7_tma_store" and pct >= 95
+        kernel, _ = lab_hopper.best_rung_percent(recorded["ladder"], shape)
+        assert kernel == "hgemm_7_tma_store"
 
 
-def test_recorded_ladder_covers_every_rung_and_shape_and_checks_passed(recorded):
+def test_the_ladder_record_has_every_rung_at_every_shape_and_every_check_passed(recorded):
     rows = lab_hopper.ladder_rows(recorded["ladder"])
     assert [r["rung"].split()[0] for r in rows] == ["1", "2", "3", "4", "5", "6", "7", "cuBLAS"]
     assert len(rows[0]) == 1 + 2 * 4
     assert all(c.check["passed"] for res in recorded.values() for c in res.cases)
 
 
-def test_recorded_edges_cover_every_rung_at_every_shape(recorded):
+def test_the_edges_record_has_every_rung_at_every_edge_shape_and_each_passed(recorded):
     rows = lab_hopper.edges_rows(recorded["edges"])
     assert len(rows) == len(hopper_gemm.RUNGS) == 7 and all(len(r) == 1 + len(lab_hopper.EDGE_SHAPES) for r in rows)
     assert all(v.endswith("✔") for r in rows for k, v in r.items() if k != "rung")
-
-
-def test_recorded_ceilings_put_wgmma_above_cublas_above_mma_sync(recorded):
-    w, m = lab_hopper.wgmma_ceiling(recorded["ceilings"]), lab_hopper.mma_sync_ceiling(recorded["ceilings"])
-    lib = max(c.flop_per_s for c in recorded["ladder"].cases if c.kernel.startswith("cublas"))
-    assert m < lib < w
 
 
 def test_recorded_pitfalls_show_the_faults(recorded):
@@ -186,7 +182,7 @@ def test_recorded_pitfalls_show_the_faults(recorded):
     assert "launch failure" in x["wrong_byte_count"]["error"] and x["wrong_byte_count"]["child_seconds"] < 60
 
 
-def test_recorded_profile_has_every_rung_and_cublas(recorded):
+def test_the_profile_record_has_every_rung_and_cublas_with_a_tensor_pipe_reading(recorded):
     rows = lab_hopper.profile_rows(recorded["profile"])
     assert [r["kernel"] for r in rows][1:] == hopper_gemm.RUNG_KERNELS and rows[0]["kernel"].startswith("cuBLAS")
     assert all(0 < r["tensor pipe active %"] <= 100 for r in rows)
@@ -300,8 +296,6 @@ def test_recorded_shape_sweep_times_every_plan_and_split_k_wins_only_where_tiles
             p.label for p in lab_hopper.sweep_plans(k)}
         few_tiles = -(-m // 128) * -(-n // 128) < 132
         assert r["measured best"].startswith("split-K") == (few_tiles and min(m, n) < 256)
-    summary = lab_hopper.shape_summary(shapes, ladder)
-    assert summary["dispatch geomean %"] > summary["rung 7 geomean %"]
 
 
 def test_rung_7_refuses_a_c_the_tma_cannot_address_before_anything_launches(monkeypatch):

@@ -61,7 +61,9 @@ def test_model_disagreement_would_be_caught(api):
 
 
 @pytest.mark.parametrize("name", ["occupancy.smem_sweep", "occupancy.ilp", "occupancy.register_spill"])
-def test_recorded_occupancy_is_the_models(name):
+def test_the_occupancy_model_gives_each_recorded_launchs_residency_and_ncus_limits(name):
+    """The model, as the code computes it now, against what each recorded launch got and what ncu read of it (the
+    claims compare ncu with the occupancy the record stored, not with the model)."""
     r = experiments.run(name)
     b = occ.budget(r.gpu)
     for c in r.cases:
@@ -82,7 +84,6 @@ def test_recorded_occupancy_is_the_models(name):
             assert min(ncu["launch__occupancy_limit_registers"], res.limit_warps) == \
                 min(res.limit_registers, res.limit_warps), c.name
             assert ncu["sm__maximum_warps_per_active_cycle_pct"] == pytest.approx(100 * res.occupancy)
-            assert ncu["sm__warps_active.avg.pct_of_peak_sustained_active"] <= 100 * res.occupancy + 1
 
 
 def test_shared_memory_sweep_steps_down():

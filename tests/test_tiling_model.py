@@ -227,7 +227,9 @@ def test_model_rows_cover_every_rung():
 
 # --------------------------------------------------------------------------- the H200 records
 
-def test_recorded_ladder_reaches_the_fp32_target():
+def test_recorded_ladder_reaches_the_fp32_target_and_every_check_passed():
+    """COURSE_DESIGN's target, which 06's prose does not state: the best fp32 rung at 4096³ reaches 80% of cuBLAS
+    fp32 (TF32 off) in the same run."""
     from course_lib.measure import experiments
 
     r = experiments.replay("gemm.fp32_ladder", experiments.resolve_params("gemm.fp32_ladder"))
@@ -239,7 +241,7 @@ def test_recorded_ladder_reaches_the_fp32_target():
     assert len(rows) == len(gemm_fp32.LADDER) + 1
 
 
-def test_recorded_bf16_and_edges_are_complete():
+def test_the_bf16_and_edges_records_have_every_size_engine_kernel_and_shape():
     from course_lib.measure import experiments
 
     bf16 = experiments.replay("gemm.bf16_mma", experiments.resolve_params("gemm.bf16_mma"))
