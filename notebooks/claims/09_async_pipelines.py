@@ -1,5 +1,6 @@
 """Claims of 09_async_pipelines' prose (see course_lib.measure.claims): each is checked against the record
 and against the live run committed with the notebook."""
+import re
 from statistics import median
 
 from course_lib.core.hardware import gpu_spec
@@ -138,17 +139,38 @@ def both_reach_plateau(r) -> float:
     return min(c.bandwidth_bytes_per_s for c in picks) / best_stream_bw(r)
 
 
+def warps_per_sm(r, kernel: str, blocks: int, stages) -> int:
+    return stream_case(r, kernel, blocks, stages).extra["resident_warps_per_sm"]
+
+
+def plateau_warps(r):
+    """(warps per SM of the synchronous kernel at 8 blocks; fewest and most of the one-block cp.async and TMA
+    loops with three or four stages)."""
+    pipelined = [warps_per_sm(r, kernel, 1, stages) for kernel in ("stream_cp_async", "stream_bulk") for stages in (3, 4)]
+    return warps_per_sm(r, "stream_sync", 8, None), min(pipelined), max(pipelined)
+
+
+ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
+
+
 def ncu(r, kernel: str, blocks: int, stages):
     return stream_case(r, kernel, blocks, stages).extra["ncu"]
 
 
 def achieved(kernel: str, blocks: int, stages):
-    return lambda r: ncu(r, kernel, blocks, stages)["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100
+    return lambda r: ncu(r, kernel, blocks, stages)[ACHIEVED] / 100
+
+
+def achieved_over_model(r):
+    """(lowest, highest) ncu's achieved occupancy over the occupancy model's, over the profiled variants; and the
+    synchronous kernel's achieved occupancy at 8 blocks per SM, where the model gives it every warp slot."""
+    ratios = [c.extra["ncu"][ACHIEVED] / 100 / c.extra["model_occupancy"] for c in r.cases if "ncu" in c.extra]
+    return min(ratios), max(ratios), achieved("stream_sync", 8, None)(r)
 
 
 def pipelined_achieved(r):
     """(lowest, highest) achieved occupancy of the profiled pipelined variants."""
-    occ = [c.extra["ncu"]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 for c in r.cases
+    occ = [c.extra["ncu"][ACHIEVED] / 100 for c in r.cases
            if "ncu" in c.extra and c.params["kernel"] != "stream_sync"]
     return min(occ), max(occ)
 
@@ -366,6 +388,36 @@ def stream_same_error(r) -> float:
 RACES = ("proxy_store_race", "proxy_refill_race")
 GEMMS = ("bf16_gemm_mma",)
 
+
+def racecheck_verdicts(r) -> list[dict]:
+    """compute-sanitizer's racecheck on one launch of each small race kernel and of the GEMM, with the fence and
+    without: each its summary (``lines``, or ``unavailable`` where it could not run)."""
+    return [v for c in r.cases if c.params.get("kernel") in RACES + GEMMS and "racecheck" in c.extra
+            for v in c.extra["racecheck"].values()]
+
+
+def racecheck_hazards(r):
+    """(launches racecheck judged, how many of them it did not call clean: a hazard, or no summary)."""
+    verdicts = racecheck_verdicts(r)
+    clean = sum(any("RACECHECK SUMMARY: 0 hazards" in ln for ln in v.get("lines", [])) for v in verdicts)
+    return len(verdicts), len(verdicts) - clean
+
+
+def wrong_under_racecheck(r) -> float:
+    """How many of the unfenced launches under racecheck came out wrong: a small kernel prints
+    ``n=(wrong values, values checked)``, the GEMM ``... max error E (tolerance T)``."""
+    wrong = 0
+    for c in r.cases:
+        if "racecheck" not in c.extra or c.params.get("kernel") not in RACES + GEMMS:
+            continue
+        lines = c.extra["racecheck"]["without the fence"]["lines"]
+        if c.params["kernel"] in RACES:
+            wrong += int(next(ln for ln in lines if ln.startswith("n=("))[3:].split(",")[0])
+        else:
+            err, tol = re.search(r"max error (\S+) \(tolerance (\S+)\)", " ".join(lines)).groups()
+            wrong += float(err) > float(tol)
+    return wrong
+
 CLAIMS = [
     # the model's inputs
     Given("For a load that lands 2 µs after it is issued and 0.5 µs of math per tile", "inputs of the example"),
@@ -441,6 +493,8 @@ CLAIMS = [
              of_copy("stream_bulk", 1, 3), (1.02, 1.08), unit="%"),
 
     # occupancy
+    Measured("The occupancy model (notebook 03) and ncu's achieved occupancy agree", STREAM, achieved_over_model,
+             [(0.95, 1.005), (0.95, 1.005), (0.9, 1.0)], unit="%"),
     Measured("The synchronous kernel needs 6 to 8 blocks per SM on the H200", STREAM,
              lambda r: (of_copy("stream_sync", 4, None)(r), of_copy("stream_sync", 6, None)(r),
                         of_copy("stream_sync", 8, None)(r)), [(0.8, 0.92), (0.97, 1.05), (0.99, 1.06)], unit="%",
@@ -497,7 +551,8 @@ CLAIMS = [
     Measured("about 80% of the copy time runs under math", TIMELINE,
              overlap_range("2 stages", "4 stages", "8 stages"), [(0.77, 0.83), (0.77, 0.83)], unit="%"),
     Measured("the kernel takes about 50 µs instead of about 90", TIMELINE,
-             lambda r: (untraced_us("2 stages")(r), untraced_us("serial")(r)), [(47, 53), (85, 95)], unit=" µs"),
+             lambda r: (*(untraced_us(p)(r) for p in ("2 stages", "4 stages", "8 stages")), untraced_us("serial")(r)),
+             [(47, 53)] * 3 + [(85, 95)], unit=" µs"),
     Measured("each tile adds its math plus about 0.2 µs of waiting and handing over", TIMELINE, handover_us,
              [(0.12, 0.28)] * 3, unit=" µs"),
     Measured("The remaining 20% or so of copy time", TIMELINE, unhidden_range, [(0.16, 0.24), (0.16, 0.24)], unit="%"),
@@ -527,6 +582,9 @@ CLAIMS = [
     Measured("is about 100,000 times the error seen", FENCE, stream_tolerance_over_error, (5e4, 2e5), unit="×"),
     Measured("its worst error was the same with the fence and without it, to the last digit", FENCE,
              stream_same_error, (1, 1), unit="×"),
+    Measured("Racecheck reported no hazard in any of them", FENCE, racecheck_hazards,
+             [(2 * len(RACES + GEMMS),) * 2, (0, 0)]),
+    Measured("under it the unfenced launches, smaller, also came out right", FENCE, wrong_under_racecheck, (0, 0)),
     Given("gives up after 2 s and traps", "the kernels' timeout, PL_WAIT_NS in pipeline.cu"),
 
     # exercise 1: the reader's inputs
@@ -541,6 +599,8 @@ CLAIMS = [
              (LAT, STREAM), knee_over_littles, (1.9, 3.1), unit="×"),
     Measured("64 warps of synchronous loads and 8 warps with three or four stages of asynchronous copies both reach "
              "the plateau", STREAM, both_reach_plateau, (0.95, 1.0), unit="%"),
+    Measured("64 warps of synchronous loads and 8 warps with three or four stages of asynchronous copies", STREAM,
+             plateau_warps, [(64, 64), (8, 8), (8, 8)]),
     Measured("(two blocks of two or three TMA stages)", GEMM, fastest_is_tma_two_blocks, (1, 1)),
     Measured("about 7% of copy time under math in the serial loop", TIMELINE, overlap_range("serial"),
              [(0.05, 0.085), (0.05, 0.085)], unit="%"),
