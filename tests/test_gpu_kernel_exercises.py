@@ -83,6 +83,12 @@ CAUGHT_LIVE = [
     ("persistent_tiles", "a stride written for one grid", ("on a grid of 3 blocks: WRONG",)),
     ("register_tile_gemm", "A loaded down its columns (uncoalesced)", ("✘ Counted by Nsight Compute",)),
     ("register_tile_gemm", "B's tile stored transposed (8-way conflicts on every B read)", ("passes on average",)),
+    ("online_softmax_tile", "the starter (no running maximum: exp2f of a large score overflows)",
+     ("64 queries × 257 keys, scores ×100: WRONG",)),
+    # one tile of keys hides both: the maximum can only move from the second tile on
+    ("online_softmax_tile", "the maximum moves but l and acc keep their old scale", ("7 queries × 1,000 keys: WRONG",)),
+    ("online_softmax_tile", "each lane's own score as the maximum", ("5 queries × 31 keys: WRONG",)),
+    ("online_softmax_tile", "the tile's terms rescaled with the old ones", ("7 queries × 1,000 keys: WRONG",)),
 ]
 
 
@@ -223,3 +229,42 @@ def test_the_decode_solution_is_clean_under_memcheck_and_racecheck():
     verdict = ke.check("grouped_decode", catalog.GROUPED_DECODE.solution, sanitize=True, time_limit_s=60)
     assert verdict.correct and "✔ compute-sanitizer memcheck at" in verdict, verdict
     assert "✔ compute-sanitizer racecheck at" in verdict, verdict
+
+
+# ---- issue 63, classes 6 and 7: correct kernels written otherwise than the reference, and the wrong kernels
+# the static checks now see in the compiled kernel, run live
+
+CORRECT_ALTERNATIVES = [(name, label) for name, ex in catalog.EXERCISES.items() for label in ex.correct_files]
+
+
+@pytest.mark.parametrize("name,label", CORRECT_ALTERNATIVES, ids=[f"{n}: {lab}" for n, lab in CORRECT_ALTERNATIVES])
+def test_correct_kernels_written_otherwise_than_the_reference_are_correct_live(name, label):
+    """A rotated tile, a guard spelled another way, one barrier a step over two buffers, a fence far from its
+    arrive, ...: right at every size, held to the reference's speed, clean under the default sanitizers."""
+    verdict = ke.check(name, ke.exercise(name).correct[label], time_limit_s=60)
+    assert verdict.correct and "✘" not in verdict, verdict
+    assert "✔ compute-sanitizer memcheck at" in verdict, verdict
+
+
+@pytest.mark.parametrize("name,label,says", [
+    ("row_sum_squares_budget", "partial sums in an array indexed at run time (local memory, no spills)",
+     "✘ local memory: a 64 B stack frame, 0 B of spills"),
+    ("warp_specialized", "the proxy fence before the slot's reads", "with no fence.proxy.async between"),
+    ("register_tile_gemm", "one barrier per step", "✘ a race on shared memory"),
+    ("transpose_tile", "an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)", "32-way conflict"),
+    ("persistent_tiles", "no edge mask", "✘ the edge tiles reach outside the matrix"),
+    ("mystery_rms_norm", "one warp per row, no row guard", "✘ edges: the compiled kernel run on the CPU"),
+])
+def test_wrong_kernels_the_compiled_kernel_shows_are_rejected_live_with_the_static_finding(name, label, says):
+    verdict = ke.check(name, ke.exercise(name).wrong[label], time_limit_s=60)
+    assert not verdict.correct and says in verdict, verdict
+
+
+def test_racecheck_agrees_with_the_emulated_race_of_one_barrier_a_step():
+    """The static race (one barrier a step) is what racecheck reports live; the double-buffered tiles, one barrier
+    a step over two buffers, are clean under it."""
+    one = ke.check("register_tile_gemm", catalog.TILE_GEMM.wrong["one barrier per step"], sanitize=True, time_limit_s=60)
+    assert not one.correct and "✘ compute-sanitizer racecheck" in one, one
+    double = ke.check("register_tile_gemm", catalog.TILE_GEMM.correct["double-buffered stage tiles, one barrier a step"],
+                      sanitize=True, time_limit_s=60)
+    assert double.correct and "✔ compute-sanitizer racecheck at" in double, double

@@ -1,6 +1,8 @@
 """The write-it-yourself kernel checker without a GPU: every reference solution compiles and passes
 its static checks; wrong solutions the static checks can see are rejected with the learner's
-message; compile errors name the cell's own lines; bad input is told what to do."""
+message, and correct ones written otherwise than the reference are accepted (the checks read the
+compiled kernel, never the source's spelling); compile errors name the cell's own lines; bad input
+is told what to do."""
 import re
 
 import pytest
@@ -9,6 +11,7 @@ from course_lib import magic
 from course_lib.core import cuda, runtime
 from course_lib.exercises.kernel import catalog
 from course_lib.exercises.kernel import checker as ke
+from course_lib.measure import sass
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +42,22 @@ def test_a_budget_met_by_spilling_is_rejected():
     capped = capped.replace('extern "C" __launch_bounds__', 'extern "C" __global__ __launch_bounds__')
     verdict = ke.check("row_sum_squares_budget", capped)
     assert not verdict.correct and ("spills" in verdict or "registers per thread" in verdict)
+
+
+def test_a_budget_met_with_an_array_in_local_memory_and_no_spill_is_rejected_naming_local_memory():
+    """Class 6 of issue 63: sixteen partial sums indexed by c % 16 live in a stack frame. ptxas reports no spill
+    and the registers are within the budget, so the spill count alone would pass it; the stack frame and the
+    SASS's LDL/STL do not."""
+    ex = catalog.ROW_SUMS
+    source = ex.wrong["partial sums in an array indexed at run time (local memory, no spills)"]
+    _, res, _ = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
+    assert res.registers <= catalog.REGISTER_BUDGET and not res.spills and res.stack_frame_bytes > 0, res
+    verdict = ke.check("row_sum_squares_budget", source)
+    assert not verdict.correct and f"✔ {res.registers} registers per thread" in verdict, verdict
+    assert "no spills, a 64 B stack frame (local memory)." in verdict.splitlines()[0], verdict
+    failed = [f.text for f in _static("row_sum_squares_budget", source) if not f.ok]
+    assert len(failed) == 1 and failed[0].startswith("local memory: a 64 B stack frame, 0 B of spills")
+    assert re.search(r"[1-9]\d* LDL/STL in the SASS", failed[0]), failed
 
 
 def test_wrong_solutions_the_static_checks_cannot_see_are_left_to_the_live_run():
@@ -108,25 +127,38 @@ def test_the_time_limit_starts_when_the_child_is_ready_and_a_hang_is_stopped():
     assert time.monotonic() - t < 10 and p.returncode is not None     # stopped, not left running
 
 
-def test_the_transpose_tile_goes_through_the_bank_model():
+def test_the_transpose_tile_goes_through_the_bank_model_over_the_addresses_the_compiled_kernel_computes():
     t = catalog.TRANSPOSE
     unpadded = ke.check("transpose_tile", t.wrong["no padding (32-way conflicts)"])
-    assert not unpadded.correct and "hits one bank 32 times" in unpadded
+    assert not unpadded.correct and "✘ the tile's loads: 32 warp-wide loads took 1,024 wavefronts" in unpadded
+    assert "32-way conflict" in unpadded and "✔ the tile's stores" in unpadded, unpadded
+    nothing = ke.check("transpose_tile", t.wrong["an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)"])
+    assert not nothing.correct and "32-way conflict" in nothing   # an XOR in the source is no longer taken on trust
     no_barrier = ke.check("transpose_tile", t.wrong["no barrier"])
-    assert not no_barrier.correct and "0 barriers in its SASS" in no_barrier
+    assert not no_barrier.correct and "✘ a race on shared memory: between two barriers, warp 0 writes tile's" in no_barrier
     swizzled = (t.solution.replace("tile[32][33];   // one float of padding per row: a column spans 32 banks", "tile[32][32];")
                 .replace("tile[dy][threadIdx.x] =", "tile[dy][threadIdx.x ^ dy] =")
                 .replace("= tile[threadIdx.x][dy];", "= tile[threadIdx.x][dy ^ threadIdx.x];"))
     assert ke.check("transpose_tile", swizzled).correct
-    assert "is not a 32-row float tile" in ke.check("transpose_tile", catalog.SCALE.solution.replace("scale", "transpose"))
+    rotated = t.correct["an unpadded tile, each row rotated by its index"]
+    assert "[32][32]" in rotated and "^" not in rotated   # neither padded nor XOR-swizzled: only the addresses tell
+    verdict = ke.check("transpose_tile", rotated)
+    assert verdict.correct and "1.00 per instruction" in verdict and "✘" not in verdict, verdict
+    assert "tile of at least 32 × 32 floats" in ke.check("transpose_tile", catalog.SCALE.solution.replace("scale", "transpose"))
     pitch_34 = t.solution.replace("tile[32][33]", "tile[32][34]")
-    assert "hits one bank 2 times" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
+    assert "2-way conflict" in ke.check("transpose_tile", pitch_34)   # even pitches pair lanes up
 
 
-def test_the_register_tile_gemm_needs_its_tiles_and_both_barriers():
+def test_the_register_tile_gemm_needs_its_tiles_and_no_race_between_its_barriers():
+    """One barrier a step lets the next step's stores overwrite a tile other warps still read: a race the block
+    run on the CPU shows. Double-buffered tiles need only one barrier a step (and two copies of the tiles): no race."""
     t = catalog.TILE_GEMM
     one = ke.check("register_tile_gemm", t.wrong["one barrier per step"])
-    assert not one.correct and "1 barrier in its SASS (BAR.SYNC)" in one
+    assert not one.correct and "✘ a race on shared memory: between two barriers, warp 0 writes a_tile's" in one, one
+    double = t.correct["double-buffered stage tiles, one barrier a step"]
+    assert double.count("__syncthreads()") == 2   # one before the loop, one a step
+    verdict = ke.check("register_tile_gemm", double)
+    assert verdict.correct and "✔ no race on shared memory" in verdict and "8192 B of static shared memory" in verdict
     starter = ke.check("register_tile_gemm", t.starter)
     assert not starter.correct and "0 B of static shared memory" in starter
     assert "1000×333×77" in ke.check("register_tile_gemm", t.solution)   # the shapes a live run uses, named
@@ -162,6 +194,25 @@ def test_the_capstone_solution_clears_every_defect():
     assert marks == {d: True for d in catalog.MYSTERY_DEFECTS}
 
 
+def test_the_capstone_judges_its_edges_and_buffers_by_running_the_compiled_kernel_not_by_reading_it():
+    """A guard against the rows the block has left (no comparison with `rows` in sight) passes; a row guard in a
+    comment, with none in the code, does not; a fixed array whose loop is written as a while loop still overflows."""
+    ex = catalog.MYSTERY
+    alternative = ex.correct["the row guard written against the rows the block has left"]
+    assert not re.search(r"[<>]=?\s*rows\b|\brows\s*[<>]", alternative)   # what the old source search looked for
+    assert _marks(ke.check("mystery_rms_norm", alternative, live=False)) == {d: True for d in catalog.MYSTERY_DEFECTS}
+    unguarded = ex.wrong["one warp per row, no row guard"].replace("extern", "// if (row >= rows) return;\nextern", 1)
+    verdict = ke.check("mystery_rms_norm", unguarded, live=False)
+    assert _marks(verdict)["edges"] is False and "reads byte 1,188 of in, past its 1,188 B" in verdict, verdict
+    local = ex.wrong["one warp per row, the row kept in a local array"]
+    loop = re.search(r"for \(int (\w+) = ([^;]+); \1 < cols; \1 \+= 32\)", local)
+    assert loop, "the local-array variant's loop moved: update this test"
+    as_while = local.replace(loop.group(0), f"for (int {loop.group(1)} = {loop.group(2)}; cols > {loop.group(1)}; "
+                                            f"{loop.group(1)} += 32)")
+    verdict = ke.check("mystery_rms_norm", as_while, live=False)
+    assert _marks(verdict)["buffer overflow"] is False and "past the 512 B its arrays take" in verdict, verdict
+
+
 def test_the_capstone_reads_its_launch_from_the_source():
     from course_lib.launch.exercise_kernels import rows_per_block
 
@@ -180,7 +231,11 @@ def test_each_exercise_has_its_cell_in_its_notebook_starting_from_the_starter(na
     from pathlib import Path
 
     ex = ke.exercise(name)
-    text = (Path(__file__).resolve().parents[1] / "notebooks" / f"{ex.notebook}.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parents[1]
+    # a notebook waiting for its first GPU run keeps its source in drafts/ (notebook 13's exercise)
+    path = next(p for p in (root / "notebooks" / f"{ex.notebook}.md", root / "drafts" / f"{ex.notebook}.md")
+                if p.exists())
+    text = path.read_text(encoding="utf-8")
     cell = re.search(r"```\{code-cell\}[^\n]*\n%%cuda_exercise " + re.escape(name) + r"\n(.*?)```", text, re.S)
     assert cell, f"{ex.notebook} has no %%cuda_exercise {name} cell"
     assert cell.group(1) == ex.starter
@@ -204,8 +259,12 @@ def test_every_exercise_is_its_files_and_carries_its_live_cases():
     assert {p.name for p in EXERCISE_DIR.iterdir() if p.is_dir()} == set(catalog.EXERCISES)
     for ex in catalog.EXERCISES.values():
         files = set(ex.files.files())
-        assert {"starter", "solution", *ex.wrong_files.values()} <= files, ex.name
-        assert all(f.startswith("wrong_") or f in ("starter", "solution", "scalar_fix") for f in files), files
+        assert {"starter", "solution", *ex.wrong_files.values(), *ex.correct_files.values()} <= files, ex.name
+        assert all(f.startswith(("wrong_", "correct_")) or f in ("starter", "solution", "scalar_fix") for f in files), files
+        assert all(f.startswith("correct_") for f in ex.correct_files.values()), ex.correct_files
+        # every file is wired: a wrong one to be rejected, a correct one to be accepted
+        assert {f for f in files if f.startswith(("wrong_", "correct_"))} <= {*ex.wrong_files.values(),
+                                                                                *ex.correct_files.values()}, ex.name
         assert ex.live.__module__ == cases.__name__ and runner.resolve(runner.cases_address(ex.live)) is ex.live
 
 
@@ -215,10 +274,23 @@ def test_each_wrong_file_is_rejected_where_the_static_checks_can_see_it(name, la
     source = ex.wrong[label]
     verdict = ke.check(name, source)
     cubin, res, problems = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
-    if problems or not all(f.ok for f in ex.static_findings(source, res, ke.kernel_sass(cubin, ex.kernel))):
+    if problems or not all(f.ok for f in ex.static_findings(source, catalog.compiled(cubin, res, ex.kernel,
+                                                                                     ke.kernel_sass(cubin, ex.kernel)))):
         assert not verdict.correct, verdict
     else:
         assert "Not run: no GPU here" in verdict   # only a live run can see this one
+
+
+@pytest.mark.parametrize("name,label", [(n, label) for n, e in catalog.EXERCISES.items() for label in e.correct_files])
+def test_each_correct_alternative_passes_every_static_check(name, label):
+    """Correct kernels written otherwise than the reference (a rotated tile, a guard spelled differently, a fence
+    far from its arrive, ...): every static check judges them, and passes them."""
+    source = ke.exercise(name).correct[label]
+    assert source != ke.exercise(name).solution
+    findings = _static(name, source)
+    assert all(f.ok and f.judged for f in findings), [f.text for f in findings if not (f.ok and f.judged)]
+    verdict = ke.check(name, source)
+    assert verdict.correct and "✘" not in verdict and "–" not in verdict, verdict
 
 
 def test_the_runner_times_the_learner_and_the_course_kernel_alike(monkeypatch):
@@ -259,25 +331,59 @@ def wgmma_in_flight() -> str:
 
 
 def test_the_wgmma_consumer_is_judged_on_its_sass_and_a_group_kept_in_flight_passes():
-    early = {f.text.split(" (")[0]: f.ok for f in _static("wgmma_consumer",
-                                                            catalog.WGMMA_CONSUMER.wrong["frees the slot before the wgmma wait"])}
-    assert early == {"the consumers multiply with wgmma": True, "the consumers wait on each slot's full barrier": True,
-                     "1 slot release with a wgmma issued and not waited for before it": False}, early
+    early = [(f.ok, f.text.split(" (")[0]) for f in _static("wgmma_consumer",
+                                                            catalog.WGMMA_CONSUMER.wrong["frees the slot before the wgmma wait"])]
+    assert early == [(True, "the consumers multiply with wgmma"),
+                     (True, "the consumers wait on a slot's full barrier before their wgmmas read it"),
+                     (False, "1 slot release some path reaches from a wgmma issued with no wgmma wait between")], early
     starter = [f.text for f in _static("wgmma_consumer", catalog.WGMMA_CONSUMER.starter) if not f.ok]
-    assert len(starter) == 3 and "no HGMMA" in starter[0] and "the producer's" in starter[1], starter
-    assert all(f.ok for f in _static("wgmma_consumer", wgmma_in_flight()))
+    assert len(starter) == 3 and "no HGMMA" in starter[0] and "must wait on full[slot]" in starter[1], starter
+    assert all(f.ok for f in _static("wgmma_consumer", wgmma_in_flight()))   # its release after the loop included
     assert all(f.ok for f in _static("wgmma_consumer", catalog.WGMMA_CONSUMER.solution))
+    unwaited = _without_line("wgmma_consumer", "mbar_wait(sl.full(ring.slot), ring.phase);")
+    failed = [f.text for f in _static("wgmma_consumer", unwaited) if not f.ok]
+    assert len(failed) == 1 and "with no mbarrier wait between" in failed[0], failed
 
 
-def test_a_release_is_early_only_when_no_wgmma_wait_separates_it_from_the_last_hgmma():
+def _listing(*lines: str) -> sass.Listing:
+    """A SASS listing from lines as nvdisasm prints them, labels (``.L_x_1:``) among them."""
+    instructions, labels = [], {}
+    for line in lines:
+        if line.endswith(":"):
+            labels[line[:-1]] = len(instructions)
+        else:
+            instructions.append(line.rstrip(" ;"))
+    return sass.Listing(instructions, labels)
+
+
+def test_a_release_is_early_when_some_path_reaches_it_from_an_hgmma_with_no_wgmma_wait():
     hgmma, depbar = "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], R24, gsb0 ;", "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;"
     arrive = "@!P0 SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R6+URZ+0x20020], RZ ;"
-    assert catalog.releases_before_wgmma_wait([hgmma, depbar, arrive]) == (1, 0)
-    assert catalog.releases_before_wgmma_wait([hgmma, arrive, depbar]) == (1, 1)
+    assert catalog.releases_before_wgmma_wait(_listing(hgmma, depbar, arrive)) == (1, 0)
+    assert catalog.releases_before_wgmma_wait(_listing(hgmma, arrive, depbar)) == (1, 1)
     # a release at the top of the loop, after the last iteration's HGMMAs at its bottom (the back edge)
-    assert catalog.releases_before_wgmma_wait([arrive, hgmma]) == (1, 1)
-    assert catalog.releases_before_wgmma_wait([arrive, hgmma, depbar]) == (1, 0)
-    assert catalog.releases_before_wgmma_wait([hgmma, depbar]) == (0, 0)
+    loop = ("NOP ;", ".L_x_1:", arrive, hgmma, "@P0 BRA `(.L_x_1) ;", "EXIT ;")
+    assert catalog.releases_before_wgmma_wait(_listing(*loop)) == (1, 1)
+    assert catalog.releases_before_wgmma_wait(_listing(*loop[:4], depbar, *loop[4:])) == (1, 0)
+    # a wait on one branch only: the other path reaches the release unwaited
+    branch = (hgmma, "@P1 BRA `(.L_x_2) ;", depbar, ".L_x_2:", arrive, "EXIT ;")
+    assert catalog.releases_before_wgmma_wait(_listing(*branch)) == (1, 1)
+    assert catalog.releases_before_wgmma_wait(_listing(hgmma, depbar)) == (0, 0)
+    # a predicated wait may not run: it guards nothing
+    assert catalog.releases_before_wgmma_wait(_listing(hgmma, "@P2 " + depbar, arrive)) == (1, 1)
+
+
+def test_a_fence_counts_wherever_it_stands_on_the_path_from_the_reads_to_the_release():
+    read, fence = "@!P0 LDS.128 R8, [R28] ;", "FENCE.VIEW.ASYNC.S ;"
+    release = "SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R25+URZ], RZ ;"
+    math = ["FFMA R4, R8, R8, R4 ;"] * 40
+    assert catalog.unfenced_releases(_listing(read, fence, *math, release)) == (1, 0)   # 41 instructions apart
+    assert catalog.unfenced_releases(_listing(fence, read, release)) == (1, 1)          # fenced before the reads
+    assert catalog.unfenced_releases(_listing(read, release)) == (1, 1)
+    loop = (".L_x_0:", read, fence, release, "@P0 BRA `(.L_x_0) ;", "EXIT ;")
+    assert catalog.unfenced_releases(_listing(*loop)) == (1, 0)
+    with pytest.raises(sass.ControlFlowUnknown):
+        catalog.unfenced_releases(_listing(read, "BRX R4 -0x10 ;", release))
 
 
 @pytest.mark.parametrize("gpu_arch", ["sm_80", "sm_100", "sm_120"])
@@ -286,7 +392,7 @@ def test_the_wgmma_exercise_compiles_for_sm_90a_and_says_why_it_cannot_run_on_an
     verdict = ke.check("wgmma_consumer", catalog.WGMMA_CONSUMER.solution, live=True)
     assert not verdict.correct and verdict.startswith("Compiled for sm_90a"), verdict
     assert "exist on sm_90a alone" in verdict and "cannot run here" in verdict and "a Hopper GPU" in verdict
-    assert "✔ each slot is freed" in verdict or "✔ the consumers free slots" in verdict   # with or without nvdisasm
+    assert "✔ each slot is freed" in verdict or "– the consumers' wgmmas" in verdict   # with or without nvdisasm
     # an exercise with a minimum, not one architecture, runs on every GPU from it on
     arch, why = ke.exercise_arch(catalog.WARP_SPECIALIZED)
     assert (arch, why) == (gpu_arch, None) if gpu_arch != "sm_80" else (arch == "sm_90" and "9 or newer" in why), why
@@ -294,14 +400,14 @@ def test_the_wgmma_exercise_compiles_for_sm_90a_and_says_why_it_cannot_run_on_an
 
 def test_the_warp_specialized_starter_is_rejected_statically_and_a_cell_may_include_a_course_header():
     verdict = ke.check("warp_specialized", catalog.WARP_SPECIALIZED.starter)
-    assert not verdict.correct and "no tile is loaded" in verdict and "0 places that wait on a barrier" in verdict
+    assert not verdict.correct and "no tile is loaded" in verdict and "no slot is released" in verdict
     assert "slots of 8 KiB" not in verdict   # the compiler dropped the unused slots: their size is no finding
     assert "Stuck? print(kernel_exercises.hint('warp_specialized'))" in verdict
     assert "(j / STAGES) & 1" in ke.hint("warp_specialized")
     missing = ke.check("warp_specialized", '#include "nope.cuh"\n')
     assert not missing.correct and "async_copy.cuh, common.cuh, gelu.cuh, hopper_ring.cuh, l2_hints.cuh, online_softmax.cuh, wgmma.cuh" in missing
     unreleased = catalog.WARP_SPECIALIZED.solution.replace("release(smem_u32(&empty[s]));", "")
-    assert "no slot released" in ke.check("warp_specialized", unreleased)
+    assert "no slot is released" in ke.check("warp_specialized", unreleased)
 
 
 def test_a_failed_launch_names_the_exercises_likely_cause():
@@ -323,7 +429,7 @@ def _static(name: str, source: str, arch: str | None = None):
     listing = ke.kernel_sass(cubin, ex.kernel)
     if listing is None:
         pytest.skip("nvdisasm is not installed here: the SASS checks cannot run")
-    return ex.static_findings(source, res, listing)
+    return ex.static_findings(source, catalog.compiled(cubin, res, ex.kernel, listing))
 
 
 def _edited(name: str, old: str, new: str) -> str:
@@ -353,6 +459,9 @@ WRONG_IN_SASS = {
     # the producer refills a slot without waiting for the consumers to be done with it
     ("warp_specialized", "producer never waits on empty"): lambda: _without_line("warp_specialized",
                                                                                   "mbar_wait(smem_u32(&empty"),
+    # the consumers read and release slots the TMA may not have landed yet
+    ("warp_specialized", "consumers never wait on full"): lambda: _without_line("warp_specialized",
+                                                                                 "mbar_wait(smem_u32(&full"),
     # the group loop held rolled: r[g] is indexed by a register, so the running softmaxes live in local memory
     ("grouped_decode", "running softmaxes in local memory"): lambda: _edited(
         "grouped_decode", "        for (int g = 0; g < GROUP; ++g) {\n            float s",
@@ -362,13 +471,24 @@ WRONG_IN_SASS = {
 # Each wrong solution whose defect shows in the compiled kernel, and the finding that must name it.
 SEEN_IN_SASS = [
     ("register_tile_gemm", "accumulators in local memory", "local memory"),
+    ("register_tile_gemm", "one barrier per step", "a race on shared memory"),
     ("async_pipeline", "waits for every copy", "DEPBAR.LE SB0, 0x0"),
     ("async_pipeline", "waits for nothing", "never waits"),
-    ("warp_specialized", "release without the fence", "without fence.proxy.async"),
-    ("warp_specialized", "producer never waits on empty", "1 place that waits"),
-    ("transpose_tile", "no padding (32-way conflicts)", "hits one bank 32 times"),
-    ("transpose_tile", "no barrier", "0 barriers in its SASS"),
+    ("warp_specialized", "release without the fence", "with no fence.proxy.async between"),
+    ("warp_specialized", "the proxy fence before the slot's reads", "with no fence.proxy.async between"),
+    ("warp_specialized", "producer never waits on empty", "1 bulk copy some path reaches from the kernel's start"),
+    ("warp_specialized", "consumers never wait on full", "with no mbarrier wait before it since the last release"),
+    ("transpose_tile", "no padding (32-way conflicts)", "32-way conflict"),
+    ("transpose_tile", "an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)", "32-way conflict"),
+    ("transpose_tile", "no barrier", "a race on shared memory"),
     ("grouped_decode", "running softmaxes in local memory", "local memory"),
+    ("row_sum_squares_budget", "partial sums in an array indexed at run time (local memory, no spills)", "stack frame"),
+    ("scale_grid_stride", "one element per thread", "never reads gridDim.x"),
+    ("persistent_tiles", "no edge mask", "the edge tiles reach outside the matrix"),
+    ("warp_row_sums", "a warp per row, partial sums never combined", "never combines their partial sums"),
+    ("fused_epilogue", "the starter (empty fused kernel, three passes left)", "4 kernels in the compiled cell"),
+    ("mystery_rms_norm", "one warp per row, no row guard", "edges: the compiled kernel run on the CPU"),
+    ("mystery_rms_norm", "the row in a fixed 8,192-float shared buffer", "of row_copy (shared memory), past its 32,768 B"),
 ]
 
 
@@ -409,29 +529,161 @@ def test_a_correct_kernel_spelled_otherwise_passes_every_static_check(name, make
     assert not failed, failed
 
 
+def test_a_fence_far_from_its_release_passes_and_one_before_the_reads_does_not():
+    """The old rule wanted fence.proxy.async within 4 instructions of the arrive; what matters is that it stands
+    between the slot's reads and the release on every path."""
+    ex = catalog.WARP_SPECIALIZED
+    far = ex.correct["the proxy fence far from the release, on its path"]
+    cubin, res, _ = ke.compile_exercise(ex, far, ke.exercise_arch(ex)[0])
+    listing = ke.kernel_sass(cubin, ex.kernel)
+    if listing is None:
+        pytest.skip("nvdisasm is not installed here: the SASS checks cannot run")
+    release = next(n for n, i in enumerate(listing) if catalog.mnemonic(i).startswith(catalog.RELEASE))
+    fence = max(n for n, i in enumerate(listing[:release]) if catalog.mnemonic(i).startswith("FENCE.VIEW.ASYNC"))
+    assert release - fence > 4, (fence, release)
+    assert catalog.unfenced_releases(listing) == (1, 0)
+    early = [f.text for f in _static("warp_specialized", ex.wrong["the proxy fence before the slot's reads"]) if not f.ok]
+    assert len(early) == 1 and "from a read of shared memory with no fence.proxy.async between" in early[0], early
+
+
 def test_the_sass_readers_on_listings():
     from course_lib.exercises.kernel import catalog as c
 
     assert c.depbar_waits(["LDGDEPBAR", "DEPBAR.LE SB0, 0x1", "@P0 DEPBAR.LE SB0, 0x0"]) == [1, 0]
-    waits = ["SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9+URZ], R4"] * 2 + ["NOP"] * 40 + ["SYNCS.PHASECHK.TRANS64.TRYWAIT P0"]
-    assert c.wait_sites(waits) == 2 and c.wait_sites(waits[:2]) == 1
-    fenced = ["FENCE.VIEW.ASYNC.S", "SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R25+URZ], RZ"]
-    assert c.unfenced_releases(fenced) == 0 and c.unfenced_releases(fenced[1:]) == 1
     assert c.local_memory(["@P1 STL [R1], R2", "LDL R3, [R1]", "LDS R4, [R5]"]) == 2
     assert c.mnemonic("@!P2 BRA 0x100") == "BRA" and c.count_ops(["BAR.SYNC.DEFER_BLOCKING 0x0"], "BAR.SYNC") == 1
+    listing = _listing("S2R R0, SR_TID.X ;", ".L_x_0:", "@P0 BRA `(.L_x_1) ;", "BRA.DIV UR4, `(.L_x_0) ;", "BRA `(.L_x_0) ;",
+                       ".L_x_1:", "@P1 EXIT ;", "EXIT ;")
+    assert [sass.successors(listing, n) for n in range(len(listing))] == [[1], [2, 4], [3, 1], [1], [5], []]
 
 
-@pytest.mark.parametrize("name", ["async_pipeline", "warp_specialized", "wgmma_consumer", "register_tile_gemm",
-                                  "transpose_tile"])
-def test_without_nvdisasm_the_source_stands_in_and_judges_alike(name):
-    """Where no disassembler is installed the checks read the source: the reference still passes and
-    the starter still fails, whatever the signature's spacing."""
+# Each static check that reads the SASS, and what a cell the check cannot judge without nvdisasm still shows.
+SASS_ONLY = ["async_pipeline", "warp_specialized", "wgmma_consumer", "register_tile_gemm", "transpose_tile"]
+
+
+@pytest.mark.parametrize("name", SASS_ONLY)
+def test_without_nvdisasm_a_sass_check_says_it_was_not_judged_and_never_reads_the_source(name, monkeypatch):
+    """Where no disassembler is installed a check that reads the SASS passes as not judged and says so (it does
+    not fall back to the source's spelling); the checks that read the compile report and the PTX still judge."""
     ex = ke.exercise(name)
-    for source, want in ((ex.solution, True), (re.sub(r"float\*\s*out", "float *out", ex.solution), True),
-                         (ex.starter, False)):
-        _, res, problems = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
+    for source in (ex.solution, ex.starter):
+        cubin, res, problems = ke.compile_exercise(ex, source, ke.exercise_arch(ex)[0])
         assert not problems, problems
-        assert all(f.ok for f in ex.static_findings(source, res, None)) == want, (name, want)
+        findings = ex.static_findings(source, catalog.compiled(cubin, res, ex.kernel, None))
+        unjudged = [f for f in findings if not f.judged]
+        assert all(f.ok and "nvdisasm is not installed" in f.text for f in unjudged), [f.text for f in unjudged]
+        if source == ex.solution:
+            assert all(f.ok for f in findings)
+    monkeypatch.setattr(ke, "kernel_sass", lambda cubin, kernel: None)
+    verdict = ke.check(name, ex.solution)
+    assert verdict.correct and "(nvdisasm is not installed here" in verdict, verdict
+    if name in ("async_pipeline", "warp_specialized", "wgmma_consumer"):
+        assert "  – " in verdict, verdict
+
+
+SPELLED_AWAY = [
+    # (exercise, a wrong file, a comment that spells the fix the kernel does not make)
+    ("scale_grid_stride", "one element per thread", "// i += gridDim.x * blockDim.x"),
+    ("warp_row_sums", "a warp per row, partial sums never combined", "// sum += __shfl_xor_sync(0xffffffffu, sum, 16);"),
+    ("persistent_tiles", "no edge mask", "// if (r < rows && c < cols)"),
+    ("fused_epilogue", "the starter (empty fused kernel, three passes left)", ""),
+    ("mystery_rms_norm", "one warp per row, no row guard", "// if (row >= rows) return;"),
+]
+
+
+@pytest.mark.parametrize("name,label,comment", SPELLED_AWAY, ids=[n for n, *_ in SPELLED_AWAY])
+def test_what_the_source_says_in_words_changes_no_verdict(name, label, comment):
+    """A comment that spells the missing fix (or a kernel's name left in one) leaves the verdict as it was: the
+    checks read the compiled kernel."""
+    ex = ke.exercise(name)
+    source = ex.wrong[label]
+    if name == "fused_epilogue":   # the three unfused kernels' definitions behind #if 0: gone from the cubin
+        kernels = source[:source.index("// One pass")]
+        spelled = source.replace(kernels, "#if 0\n" + kernels + "#endif\n")
+        assert [f.ok for f in _static(name, spelled)][0], "a kernel the preprocessor drops is not compiled"
+        spelled = "// __global__ __global__ __global__\n" + ex.solution
+        assert all(f.ok for f in _static(name, spelled))
+        return
+    spelled = comment + "\n" + source
+    assert [f.ok for f in _static(name, spelled)] == [f.ok for f in _static(name, source)]
+    assert not ke.check(name, spelled).correct
+
+
+def test_the_ptx_a_cubin_carries_and_its_kernels():
+    ex = catalog.FUSED_EPILOGUE
+    cubin, _, _ = ke.compile_exercise(ex, ex.starter, ke.exercise_arch(ex)[0])
+    assert sass.entry_points(cubin) == ["add_bias", "add_residual", "bias_gelu_residual", "gelu"]
+    ptx = sass.kernel_ptx(cubin, "gelu")
+    assert ptx.params == (("gelu_param_0", "u64"), ("gelu_param_1", "u64"), ("gelu_param_2", "u64"))
+    assert not ptx.reads("%nctaid.x") and ptx.reads("%tid.x")
+    assert sass.embedded_ptx(b"not an ELF") is None
+    with pytest.raises(ValueError, match="ELF"):
+        sass.entry_points(b"not an ELF")
+
+
+# --------------------------------------------------------------------------- the PTX emulator
+
+def _emulate(body: str, params: str = ".param .u64 k_param_0", args=None, block=(32, 1, 1), **kw):
+    """Run ``body`` (PTX statements) as the kernel ``k`` with one ``Array("out", 4096)`` parameter by default."""
+    text = f".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n{params}\n)\n{{\n{body}\n}}\n"
+    kernel = sass.ptx_kernels(text)["k"]
+    return kernel, sass.emulate(kernel, args if args is not None else [sass.Array("out", 4096)], block, **kw)
+
+
+def test_the_emulator_computes_integer_ptx_as_the_gpu_does():
+    """Each lane stores its result to out[lane]: the stored offset is what the emulator computed."""
+    def stored(expr_body: str, reg: str = "%r9") -> list[int]:
+        body = (".reg .b32 %r<12>;\n.reg .b64 %rd<8>;\n.reg .pred %p<4>;\n.shared .align 4 .b8 s[65536];\n"
+                "mov.u32 %r1, %tid.x;\n" + expr_body +
+                f"\nmov.u64 %rd1, s;\ncvt.u64.u32 %rd2, {reg};\nadd.s64 %rd3, %rd1, %rd2;\nst.shared.u8 [%rd3], %r1;\n")
+        _, trace = _emulate(body)
+        return [a.offset for a in sorted(trace.shared, key=lambda a: a.lane)]
+
+    assert stored("sub.s32 %r2, %r1, 16;\nshr.s32 %r9, %r2, 1;\nand.b32 %r9, %r9, 255;")[:2] == [248, 248]  # -8 >> 1
+    assert stored("sub.s32 %r2, %r1, 16;\nshr.u32 %r9, %r2, 28;")[0] == 15              # logical shift of -16
+    assert stored("mul.lo.s32 %r9, %r1, 7;\nrem.u32 %r9, %r9, 5;")[:4] == [0, 2, 4, 1]
+    assert stored("sub.s32 %r2, %r1, 3;\nrem.s32 %r9, %r2, 2;\nadd.s32 %r9, %r9, 1;")[:2] == [0, 1]  # -3 % 2 = -1
+    assert stored("setp.lt.s32 %p1, %r1, 3;\nselp.b32 %r9, 100, 200, %p1;")[2:4] == [100, 200]
+    assert stored("sub.s32 %r2, %r1, 1;\nsetp.lt.u32 %p1, %r2, 5;\nselp.b32 %r9, 1, 2, %p1;")[0] == 2  # -1 unsigned
+    assert stored("xor.b32 %r9, %r1, 5;")[:3] == [5, 4, 7]
+    assert stored("bfi.b32 %r9, %r1, 0, 4, 4;")[:3] == [0, 16, 32]
+    assert stored("bfe.u32 %r9, %r1, 1, 2;")[:8] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert stored("mov.u32 %r9, %laneid;\nmul.lo.s32 %r9, %r9, 4;")[:2] == [0, 4]
+    assert stored("cvt.s64.s32 %rd4, %r1;\nsub.s64 %rd4, %rd4, 2;\nshr.s64 %rd4, %rd4, 60;\n"
+                  "cvt.u32.u64 %r9, %rd4;\nand.b32 %r9, %r9, 255;")[:3] == [255, 255, 0]
+    assert stored("{ .reg .b32 t; add.s32 t, %r1, 1; mul.lo.s32 %r9, t, 2; }")[:2] == [2, 4]   # inline asm's scope
+    # two inlined copies of one asm block, each with its own labels L and E
+    copies = ("mov.u32 %r9, %r1;\n{ .reg .pred q; setp.eq.s32 q, %r1, 0; @q bra L; bra.uni E; L: mov.u32 %r9, 7; E: }\n"
+              "{ .reg .pred q; setp.eq.s32 q, %r1, 1; @q bra L; bra.uni E; L: mov.u32 %r9, 9; E: }")
+    assert stored(copies)[:3] == [7, 9, 2]
+
+
+def test_the_emulator_finds_accesses_past_an_array_and_stops_the_thread_there():
+    body = (".reg .b32 %r<4>;\n.reg .b64 %rd<6>;\nld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\n"
+            "mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 512;\nadd.s64 %rd4, %rd2, %rd3;\n"
+            "st.global.v4.f32 [%rd4], {%r1, %r1, %r1, %r1};\nst.global.f32 [%rd4+-4], %r1;")
+    _, trace = _emulate(body)
+    # thread 0's second store falls before the array, in no array at all; threads 8 … 31 store past its end
+    assert [(a.thread[0], a.size_bytes, a.variable) for a in trace.outside[:2]] == [(0, 4, "(no variable)"),
+                                                                                  (8, 16, "out")]
+    assert [(a.thread[0], a.offset) for a in trace.outside[1:]] == [(t, 512 * t) for t in range(8, 32)]
+    assert trace.sizes["out"] == 4096
+
+
+def test_the_emulator_runs_threads_from_barrier_to_barrier_and_says_what_it_cannot_follow():
+    body = (".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.shared .align 4 .b8 t[256];\nmov.u32 %r1, %tid.x;\n"
+            "mov.u64 %rd1, t;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.shared.u32 [%rd3], %r1;\n"
+            "bar.sync 0;\nld.shared.u32 %r2, [%rd3+4];")
+    _, trace = _emulate(body, block=(64, 1, 1))
+    assert {(a.kind, a.phase) for a in trace.shared} == {("st", 0), ("ld", 1)}
+    assert [(a.thread[0], a.offset) for a in trace.outside] == [(63, 256)]   # t[64]: one past the end
+    for what, why in (("call f;", "a call"), ("ld.global.u32 %r2, [%rd3];\nmul.wide.u32 %rd2, %r2, 4;\n"
+                                                  "st.shared.u32 [%rd2], %r1;", "a value the emulator does not know")):
+        with pytest.raises(sass.NotEmulated, match=why):
+            _emulate(".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\nmov.u32 %r1, %tid.x;\nld.param.u64 %rd3, [k_param_0];\n"
+                     + what)
+    with pytest.raises(sass.NotEmulated, match="past 1,000 instructions"):
+        _emulate("$L_top:\nbra.uni $L_top;", max_steps=1000)
 
 
 def test_a_correct_kernel_slower_than_the_bar_against_the_reference_is_not_yet_correct():
@@ -713,8 +965,8 @@ def test_the_wavefront_count_passes_the_recorded_conflict_free_tiles_and_rejects
 
 
 def test_live_the_bank_model_gives_way_to_the_wavefront_count(monkeypatch):
-    """Live, the tile's bank model is a model: an XOR the model accepts and a padding it rejects are both decided by
-    what ncu counts; in replay the model is all there is."""
+    """Live, the tile's bank model is a model: what it finds over the compiled kernel's addresses waits for what ncu
+    counts (the counted conflicts decide, either way); in replay the model is all there is."""
     from course_lib.exercises.kernel import checker
 
     monkeypatch.setattr(checker, "run_child", _passing_child([]))
@@ -722,10 +974,11 @@ def test_live_the_bank_model_gives_way_to_the_wavefront_count(monkeypatch):
     sectors_fine = {m: v for c in catalog.TRANSPOSE.counts if isinstance(c, catalog.SectorUse)
                     for m, v in zip(c.metrics, (1e6 * 32, 1e6))}
     nothing = catalog.TRANSPOSE.wrong["an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)"]
-    assert "Not run: no GPU here" in ke.check("transpose_tile", nothing, live=False)   # replay cannot see it
+    replay = ke.check("transpose_tile", nothing, live=False)   # in replay the bank model is all there is
+    assert not replay.correct and "32-way conflict" in replay and checker.MODEL_NOTE not in replay
     monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["shared tile 32×32"], **sectors_fine})
     verdict = checker.check("transpose_tile", nothing, live=True)
-    assert not verdict.correct and "the tile's column index is XORed" in verdict and checker.MODEL_NOTE in verdict
+    assert not verdict.correct and "32-way conflict" in verdict and checker.MODEL_NOTE in verdict
     assert re.search(r"32\.\d\d per instruction", str(verdict)), verdict   # the 32 x 32 tile's count, recorded
     monkeypatch.setattr(checker, "counted_values", lambda *a: {**recorded["padded tile 32×33"], **sectors_fine})
     assert checker.check("transpose_tile", catalog.TRANSPOSE.solution, live=True).correct

@@ -5,6 +5,8 @@ Every "% of cuBLAS" here is a range, checked in each run that states it (the lad
 At 4096³ cuBLAS is steady (its two protocols agree, no case is power-limited), rung 5's share is
 89–90% and rung 7's 96–98% in every run; at 8192³ every case is power-limited and cuBLAS's protocols come out up to 10% apart,
 so the share there is stated as the range it takes over the recorded and live runs."""
+import re
+
 from course_lib.core import gpu_monitor, hardware, timing
 from course_lib.exercises.kernel import cases, catalog
 from course_lib.labs import hopper_gemm as lab
@@ -13,6 +15,7 @@ from course_lib.measure.claims import Analytic, Given, Measured, Recorded
 from course_lib.models import hopper
 
 CEILINGS, LADDER, ABLATIONS, PROFILE = "hopper.ceilings", "hopper.ladder", "hopper.ablations", "hopper.profile"
+PITFALLS = "hopper.pitfalls"
 L2_CEILING = "layer.memory_ceilings"          # notebook 12's, cited by 10
 S2, S4, S8, SK = "2048×2048×2048", "4096×4096×4096", "8192×8192×8192", "2048×2048×16384"
 SHAPES = (S2, S4, S8, SK)
@@ -302,6 +305,46 @@ def top_stalls(r, kernel: str, top: int = 3) -> list[str]:
     return sorted(reasons, key=lambda s: stall(r, kernel, s), reverse=True)[:top]
 
 
+def pitfall(r, key: str):
+    return r.cases[0].extra[key]
+
+
+def wrong_in_every_run(key: str):
+    """(the share of the faulty variant's runs that came out wrong, the share of outputs wrong in its worst run)."""
+    def q(r):
+        v = pitfall(r, key)
+        return v["wrong_runs"] / v["trials"], v["most_wrong_outputs"] / v["outputs"]
+    return q
+
+
+def racecheck_clean(r) -> float:
+    lines = pitfall(r, "racecheck_release_before_wait").get("lines", [])
+    return float(any("RACECHECK SUMMARY: 0 hazards" in ln for ln in lines))
+
+
+def builds_refused(r):
+    """(1 if ptxas refused wgmma for plain sm_90, 1 if the driver refused the sm_100a cubin, the register cap in
+    ptxas's refusal of rung 3 at two blocks per SM)."""
+    cap = re.search(r"Insufficient registers \((\d+)\) .* in function hgemm_3_specialized",
+                    pitfall(r, "register_cap_below_accumulators"))
+    return (float("not supported on .target 'sm_90'" in pitfall(r, "build_for_sm_90")),
+            float("CUDA_ERROR_NO_BINARY_FOR_GPU" in pitfall(r, "driver_loading_sm_100a")),
+            float(cap.group(1)) if cap else 0.0)
+
+
+def working_sass(r):
+    """Rung 5's SASS: (local loads, local stores, the fewest of HGMMA, UTMALDG, SYNCS and USETMAXREG)."""
+    sass = pitfall(r, "sass")
+    return (sass["local loads LDL"], sass["local stores STL"],
+            min(sass[k] for k in ("HGMMA", "UTMALDG (TMA)", "SYNCS (mbarrier)", "USETMAXREG")))
+
+
+def stuck_wait(r):
+    """(1 if the launch whose slot never fills failed with cudaErrorLaunchFailure, seconds from launch to the error)."""
+    said = re.match(r"after ([\d.]+) s: .*cudaErrorLaunchFailure", pitfall(r, "wrong_byte_count").get("error", ""))
+    return (1.0, float(said.group(1))) if said else (0.0, 0.0)
+
+
 def tensor_busy(r):
     return tuple(ncu(r, k)[TENSOR] / 100 for k in (RUNG[1], RUNG[5], "cublas"))
 
@@ -385,6 +428,20 @@ def small_shape(shapes_r, ladder_r):
               and c.params.get("kernel") and c.name.split(",")[0] != "rung 7"]
     return (row["model µs"], float(row["dispatch picks"] == row["measured best"] == "rung 7"), row["pick µs"],
             min(others), max(others), row["cuBLAS µs"])
+
+
+THIN_SHAPES = ("128×4096×4096", "4096×128×4096")
+SPLIT_K_TILE = hopper_gemm.rung(3)   # split-K runs rung 3's block over slices of K
+
+
+def split_k_where_tiles_are_few(shapes_r, ladder_r):
+    """(rung 3's 128×128 tiles at each thin shape; 1 if split-K is the measured best at exactly the thin shapes;
+    rung 3's tiles at 512×4096×4096 over the SMs; 1 if rung 3 is the measured best there)."""
+    thin_tiles = tuple(hopper_gemm.output_tiles(SPLIT_K_TILE, *map(int, x.split("×")[:2])) for x in THIN_SHAPES)
+    split_best = {row["shape"] for row in lab._shape_rows(shapes_r, ladder_r) if row["measured best"].startswith("split-K")}
+    return (*thin_tiles, float(split_best == set(THIN_SHAPES)),
+            hopper_gemm.output_tiles(SPLIT_K_TILE, 512, 4096) / SMS,
+            float(shape_row(shapes_r, ladder_r, "512×4096×4096")["measured best"] == "rung 3"))
 
 
 def sweep_rung7(shapes_r, ladder_r):
@@ -680,6 +737,9 @@ CLAIMS = [
     Measured("The best rung, rung 7, reached 96–98% of cuBLAS at 4096³ in every run, a steady figure (cuBLAS's two "
              "protocols agreed there and no case ran power-limited)", ABLATIONS, steady_at_4096,
              [(0.96, 0.985), (1, 1), (0, 0)], unit="%"),
+    Measured("The best rung, rung 7,", LADDER,
+             lambda r: tuple(float(lab.best_rung_percent(r, [n] * 3)[0] == RUNG[7]) for n in (4096, 8192)),
+             [(1, 1), (1, 1)]),
     *[Measured("cuBLAS's back-to-back calls ran 2–3% faster than its held calls at 4096³ in every run (inside the 3% "
                "the two protocols may differ by)", run, lambda r: (cublas_blocks_faster_at_4096(r), timing.PROTOCOL_TOLERANCE),
                [(0.015, 0.03), (0.03, 0.03)], unit="%") for run in (LADDER, ABLATIONS)],
@@ -772,6 +832,28 @@ CLAIMS = [
              "cuBLAS itself 10–11 µs on an H100 and an H200", (SHAPES_X, LADDER), small_shape,
              [(2.5, 3.5), (1, 1), (10.5, 12.5), (12.5, 14.5), (42, 50.5), (9.5, 11.5)],
              unit=" µs"),
+    Measured("Split-K was the fastest plan at the two shapes of 32 such tiles (this one and 4096×128×4096) and at no "
+             "other; at 512×4096×4096, with 128 tiles, about one per SM, rung 3 was faster", (SHAPES_X, LADDER),
+             split_k_where_tiles_are_few, [(32, 32), (32, 32), (1, 1), (0.9, 1.0), (1, 1)]),
+
+    # the pitfalls
+    Measured("the correct kernel is timed and checked, the broken ones counted", PITFALLS,
+             lambda r: float(r.cases[0].check["passed"]), (1, 1)),
+    Measured("Every run was wrong, the worst in about half the outputs", PITFALLS,
+             wrong_in_every_run("release_before_wait"), [(1, 1), (0.45, 0.55)], unit="%"),
+    Measured("the check against a reference is what catches this race", PITFALLS,
+             lambda r: (racecheck_clean(r), wrong_in_every_run("release_before_wait")(r)[0]), [(1, 1), (1, 1)]),
+    Measured("Nothing faults; every run is wrong, the worst in almost every output", PITFALLS,
+             wrong_in_every_run("descriptor_without_swizzle"), [(1, 1), (0.9, 1.0)], unit="%"),
+    Measured("NVRTC's ptxas refuses the plain target", PITFALLS, lambda r: builds_refused(r)[0], (1, 1)),
+    Measured("like any cubin, one built for another architecture", PITFALLS,
+             lambda r: builds_refused(r)[1], (1, 1)),
+    Measured("Asking rung 3 for two blocks per SM (80 registers per thread) stops the build", PITFALLS,
+             lambda r: builds_refused(r)[2], (80, 80)),
+    Measured("The working build's SASS has no local loads or stores, and shows the mechanisms as instructions", PITFALLS,
+             working_sass, [(0, 0), (0, 0), (1, 1e9)]),
+    Measured("every wait in these kernels traps after 2 s", PITFALLS, stuck_wait, [(1, 1), (2.0, 3.0)]),
+    Measured("a clean racecheck, as the pitfalls showed", PITFALLS, racecheck_clean, (1, 1)),
     Measured("a dispatch over four rungs and split-K, picked by notebook 07's SM-round model, reaches about 88%, none "
              "below 66–71%", (SHAPES_X, LADDER),
              lambda sweep, ladder: (summary("dispatch geomean %")(sweep, ladder),

@@ -748,3 +748,98 @@ def _warm_up_wgmma() -> None:
 
 
 wgmma_gemm_cases.warm_up = _warm_up_wgmma
+
+
+# ---- notebook 13: the online softmax of one tile of keys
+
+# (query rows, keys, causal, how far the scores are scaled up): one query and one key; a row of keys that is not
+# a whole tile; the causal diagonal over two tiles and a tail; more tiles than rows; more queries than keys under
+# the causal mask (the first rows see no key: their output is 0); scores grown about 100 times (base-2 scores
+# past 128 overflow exp2f), without and with the mask; the timed shape last.
+SOFTMAX_TILE_SHAPES = ((1, 1, False, 1.0), (5, 31, False, 1.0), (33, 33, True, 1.0), (7, 1000, False, 1.0),
+                       (130, 1000, True, 1.0), (40, 5, True, 1.0), (64, 257, False, 100.0), (64, 257, True, 100.0),
+                       (2048, 2048, True, 1.0))
+SOFTMAX_TILE_ROWS_PER_BLOCK = 4   # the kernel's ROWS_PER_BLOCK: one warp per query row, 4 warps a block
+SOFTMAX_TILE_DIM = 64
+
+
+def _softmax_tile_operands(n_q: int, n_k: int, scale: float, seed: int):
+    """q, k and v of uniform values in [-1, 1); q and k grown by √scale each, so the scores grow by ``scale``."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    q, k, v = ((rng.random((n, SOFTMAX_TILE_DIM), dtype=cupy.float32) * 2 - 1) for n in (n_q, n_k, n_k))
+    return q * scale ** 0.5, k * scale ** 0.5, v
+
+
+def softmax_tile_reference(q, k, v, causal: bool):
+    """float64 attention with scores q·k / 8, keys past i + n_k - n_q masked when causal; a row that sees no key
+    is 0."""
+    import cupy
+
+    n_q, n_k = q.shape[0], k.shape[0]
+    s = (q.astype(cupy.float64) @ k.astype(cupy.float64).T) / 8.0
+    if causal:
+        visible = cupy.arange(n_k)[None, :] <= cupy.arange(n_q)[:, None] + (n_k - n_q)
+        s = cupy.where(visible, s, -cupy.inf)
+    m = s.max(axis=1, keepdims=True)
+    seen = cupy.isfinite(m)
+    p = cupy.where(seen, cupy.exp(s - cupy.where(seen, m, 0.0)), 0.0)
+    total = p.sum(axis=1, keepdims=True)
+    return cupy.where(total > 0, (p @ v.astype(cupy.float64)) / cupy.where(total > 0, total, 1.0), 0.0)
+
+
+def softmax_tile_cases(fn, sizes, time_it: bool) -> dict:
+    """``attention_rows(out, q, k, v, n_q, n_k, causal)`` on grid ⌈n_q / 4⌉ × 128 threads against float64
+    attention of the same inputs, at each shape; then timed at the last shape beside the materialized plan in
+    CuPy (S = q·kᵀ and P·V by cuBLAS, the softmax between them: what the tile keeps on chip, written to memory)."""
+    import cupy
+    import numpy as np
+
+    def launch(q, k, v, out, causal):
+        n_q, n_k = q.shape[0], k.shape[0]
+        fn((-(-n_q // SOFTMAX_TILE_ROWS_PER_BLOCK),), (32 * SOFTMAX_TILE_ROWS_PER_BLOCK,),
+           (out, q, k, v, np.int32(n_q), np.int32(n_k), np.int32(causal)))
+
+    out, guard = {"cases": []}, 256
+    for index in sizes:
+        n_q, n_k, causal, scale = SOFTMAX_TILE_SHAPES[index]
+        q, k, v = _softmax_tile_operands(n_q, n_k, scale, 60 + index)
+        got = _output(n_q * SOFTMAX_TILE_DIM, guard)
+        launch(q, k, v, got, causal)
+        cupy.cuda.Device().synchronize()
+        want = softmax_tile_reference(q, k, v, causal).ravel()
+        # float32 scores carry a relative error near 1e-7 of their size: grown 100 times, a weight moves by 1e-3
+        wrong = _first_wrong(got[:want.size], want, shape=(n_q, SOFTMAX_TILE_DIM), rtol=1e-4, atol=2e-5 * scale)
+        if wrong is None and (past := _overrun(got, want.size)) is not None:
+            wrong = f"it wrote past the end of out, {past} elements past its {want.size:,}"
+        label = f"{n_q:,} queries × {n_k:,} keys" + (", causal" if causal else "") + (
+            f", scores ×{scale:g}" if scale != 1 else "")
+        out["cases"].append({"size": label, "passed": wrong is None, "first_wrong": wrong})
+    if time_it and all(c["passed"] for c in out["cases"]):
+        n_q, n_k, causal, scale = SOFTMAX_TILE_SHAPES[-1]
+        q, k, v = _softmax_tile_operands(n_q, n_k, scale, 7)
+        yours = cupy.empty((n_q, SOFTMAX_TILE_DIM), cupy.float32)
+        mask = cupy.triu(cupy.full((n_q, n_k), -cupy.inf, cupy.float32), 1 + n_k - n_q) if causal else 0.0
+
+        def materialized():
+            s = (q @ k.T) * np.float32(0.125) + mask
+            p = cupy.exp(s - s.max(axis=1, keepdims=True))
+            return (p / p.sum(axis=1, keepdims=True)) @ v
+        out["timing"] = _timed(f"{n_q:,} queries × {n_k:,} keys, causal", lambda: launch(q, k, v, yours, causal),
+                               materialized, "the materialized plan in CuPy: q·kᵀ and P·V by cuBLAS, fp32")
+    return out
+
+
+def _warm_up_softmax_tile() -> None:
+    """The reference's and the materialized plan's CuPy kernels, compiled before the time limit starts."""
+    import cupy
+
+    q, k, v = _softmax_tile_operands(4, 5, 1.0, 0)
+    softmax_tile_reference(q, k, v, True)
+    s = q @ k.T + cupy.triu(cupy.full((4, 5), -cupy.inf, cupy.float32), 2)
+    p = cupy.exp(s - s.max(axis=1, keepdims=True))
+    (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+softmax_tile_cases.warm_up = _warm_up_softmax_tile

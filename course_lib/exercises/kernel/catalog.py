@@ -1,7 +1,8 @@
 """The course's write-it-yourself kernel exercises. Each is one ``KernelExercise``: the task, a hint,
 its CUDA files (``kernels/exercises/<name>/``: the starter the learner edits, a hidden reference
 solution, deliberately wrong solutions that tests pass through the checker to see them rejected),
-the sizes a live run uses, the static checks that read the source and the compile report, and
+the sizes a live run uses, the static checks that read the compiled kernel (ptxas's report, the SASS, the PTX,
+and the PTX run on the CPU for one block: ``measure.sass.emulate``), never the spelling of the source, and
 its live cases (``live``, a function of ``cases``) that the checker's child process runs.
 ``kernel_exercises`` checks a learner's cell against one of them."""
 from __future__ import annotations
@@ -31,9 +32,19 @@ from course_lib.launch.exercise_kernels import (
     MYSTERY_THREADS,
     TRANSPOSE_TILE,
     ExerciseKernel,
-    numeric_defines,
     rows_per_block,
-    strip_comments,
+)
+from course_lib.measure.sass import (
+    Array,
+    ControlFlowUnknown,
+    Listing,
+    NotEmulated,
+    PtxKernel,
+    Trace,
+    emulate,
+    entry_points,
+    first_unguarded,
+    kernel_ptx,
 )
 from course_lib.models import memory, occupancy, waves
 
@@ -48,6 +59,35 @@ class Finding:
     ok: bool
     text: str
     counted: bool = False   # a model's reading of what a count of the live kernel decides where the counters are open
+    judged: bool = True     # False: the check could not be made here (a tool missing, code the emulator cannot
+                            # follow); it passes, and its text says what judges it instead
+
+
+def not_judged(text: str, counted: bool = False) -> Finding:
+    return Finding(True, text, counted=counted, judged=False)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the static checks read of a learner's kernel: ptxas's report, its SASS (None where nvdisasm is not
+    installed), its PTX (None where the cubin carries none) and the kernels the cubin holds."""
+
+    res: cuda.KernelResources
+    sass: Listing | None = None
+    ptx: PtxKernel | None = None
+    kernels: tuple[str, ...] = ()
+
+
+def compiled(cubin: bytes, res: cuda.KernelResources, kernel: str, sass: Listing | None) -> Compiled:
+    try:
+        kernels = tuple(entry_points(cubin))
+    except ValueError:
+        kernels = ()
+    return Compiled(res, sass, kernel_ptx(cubin, kernel) if cubin else None, kernels)
+
+
+NO_SASS = "not judged here: nvdisasm is not installed, and this check reads the compiled SASS"
+NO_PTX = "not judged here: the cubin carries no PTX to read"
 
 
 @dataclass(frozen=True)
@@ -119,9 +159,8 @@ class KernelExercise:
     wrong_files: dict[str, str]      # label the checker shows -> file of a deliberately wrong solution (tested to be rejected)
     sizes: tuple[int, ...]           # the adversarial problem sizes a live run uses
     live: Callable[..., dict]        # cases.*_cases: builds and runs the cases in the child process, times beside the course kernel
-    # (source, compile report, the kernel's SASS or None where nvdisasm is missing) -> findings
-    static: Callable[[str, cuda.KernelResources, "list[str] | None"], list[Finding]] = field(
-        default=lambda src, res, sass=None: [])
+    # (source, the compiled kernel) -> findings. The source is read for launch parameters alone (ROWS_PER_BLOCK)
+    static: Callable[[str, Compiled], list[Finding]] = field(default=lambda src, k: [])
     min_cc: float = 7.5
     # an architecture-specific target ("sm_90a": wgmma): compiled for it alone, run only on a GPU of it
     arch: str | None = None
@@ -136,6 +175,8 @@ class KernelExercise:
     # What Nsight Compute counts of the learner's kernel, where the exercise is about bytes (Traffic), coalescing
     # (SectorUse) or bank conflicts (BankWavefronts)
     counts: tuple[Count, ...] = ()
+    # label -> file of a correct solution written otherwise than the reference (tested to be accepted)
+    correct_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -159,6 +200,11 @@ class KernelExercise:
         return {label: self.files.source(file) for label, file in self.wrong_files.items()}
 
     @property
+    def correct(self) -> dict[str, str]:
+        """label -> source of each correct solution written otherwise than the reference."""
+        return {label: self.files.source(file) for label, file in self.correct_files.items()}
+
+    @property
     def sanitize_sizes(self) -> tuple[int, ...]:
         """The sizes the default compute-sanitizer runs use: the three smallest (every exercise lists its
         sizes smallest first), odd ones among them, so that the tools' slowdown stays inside the time limit."""
@@ -170,8 +216,8 @@ class KernelExercise:
             return ", ".join(self.size_labels[self.sizes.index(s)] for s in sizes)
         return "n = " + ", ".join(f"{s:,}" for s in sizes)
 
-    def static_findings(self, source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-        return list(self.static(source, res, sass))
+    def static_findings(self, source: str, k: Compiled) -> list[Finding]:
+        return list(self.static(source, k))
 
 
 # --------------------------------------------------------------------------- reading the compiled kernel
@@ -196,49 +242,39 @@ def depbar_waits(sass: list[str]) -> list[int]:
     return waits
 
 
-def wait_sites(sass: list[str], op: str = "SYNCS.PHASECHK", gap: int = 32) -> int:
-    """How many separate places the kernel waits on an mbarrier: runs of ``op`` further than ``gap``
-    instructions apart (one wait loop compiles to a few of them in a row)."""
-    at = [n for n, i in enumerate(sass) if mnemonic(i).startswith(op)]
-    return sum(1 for k, n in enumerate(at) if k == 0 or n - at[k - 1] > gap)
+def _is(prefix: str) -> Callable[[str], bool]:
+    return lambda instruction: mnemonic(instruction).startswith(prefix)
 
 
-def unfenced_releases(sass: list[str], window: int = 4) -> int:
-    """Plain mbarrier arrivals (``SYNCS.ARRIVE.TRANS64.A1T0``, no bytes) with no ``FENCE.VIEW.ASYNC``
-    (fence.proxy.async) in the ``window`` instructions before them."""
-    out = 0
-    for n, i in enumerate(sass):
-        if mnemonic(i).startswith("SYNCS.ARRIVE.TRANS64.A1T0"):
-            if not any(mnemonic(j).startswith("FENCE.VIEW.ASYNC") for j in sass[max(0, n - window):n]):
-                out += 1
-    return out
+def _path_rule(sass: Listing, start: Callable[[str], bool], hazard: Callable[[str], bool], guard: Callable[[str], bool],
+               entry_is_hazard: bool = False) -> tuple[int, int]:
+    """(instructions ``start`` accepts, those some control-flow path reaches from a ``hazard`` instruction (or from
+    the kernel's entry, with ``entry_is_hazard``) with no ``guard`` instruction between). A rule about what must
+    stand between two instructions on every path, however far apart the compiler put them.
+    ``ControlFlowUnknown`` where the SASS branches where the listing cannot say."""
+    at = [n for n, i in enumerate(sass) if start(i)]
+    return len(at), sum(first_unguarded(sass, n, hazard, guard, entry_is_hazard) is not None for n in at)
 
 
-def releases_before_wgmma_wait(sass: list[str]) -> tuple[int, int]:
-    """(slot releases, those with no wgmma wait after the last wgmma issued): plain mbarrier arrivals
-    (``SYNCS.ARRIVE.TRANS64.A1T0``) whose nearest HGMMA before them, going back through the listing and on
-    from its end (a loop's back edge: a release at the top of the K loop follows the HGMMAs at its bottom),
-    comes with no ``WARPGROUP.DEPBAR`` (wgmma.wait_group) between. The wait's count is not read: a
-    ``wgmma_wait<1>`` that leaves the released slot's own group running passes here, and only a live run
-    can catch it."""
-    releases = early = 0
-    for n, i in enumerate(sass):
-        if mnemonic(i).startswith("SYNCS.ARRIVE.TRANS64.A1T0"):
-            releases += 1
-            for j in [*reversed(sass[:n]), *reversed(sass[n + 1:])]:
-                if mnemonic(j).startswith("WARPGROUP.DEPBAR"):
-                    break
-                if mnemonic(j).startswith("HGMMA"):
-                    early += 1
-                    break
-    return releases, early
+RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"      # a plain mbarrier arrival (no byte count): a consumer frees a slot
+WAIT = "SYNCS.PHASECHK"                      # an mbarrier wait (try_wait in a loop)
+SHARED_GENERIC = ("LDS", "LDSM", "STS", "STSM", "ATOMS")   # shared-memory accesses of the generic proxy
 
 
-def _from_entry(source: str, kernel: str) -> str:
-    """The source from the kernel's name on (helpers above it left out), however its signature is spaced."""
-    body = strip_comments(source)
-    found = re.search(rf"\b{kernel}\s*\(", body)
-    return body[found.start():] if found else body
+def unfenced_releases(sass: Listing) -> tuple[int, int]:
+    """(slot releases, those some path reaches from a shared-memory access (LDS, STS, ...) with no
+    ``FENCE.VIEW.ASYNC`` (fence.proxy.async) between): the consumers' reads are then not ordered before the
+    TMA's next write of the slot. Where the fence stands on the path does not matter, only that it does."""
+    return _path_rule(sass, _is(RELEASE), lambda i: mnemonic(i).split(".")[0] in SHARED_GENERIC,
+                      _is("FENCE.VIEW.ASYNC"))
+
+
+def releases_before_wgmma_wait(sass: Listing) -> tuple[int, int]:
+    """(slot releases, those some path reaches from an HGMMA (a wgmma issued) with no ``WARPGROUP.DEPBAR``
+    (wgmma.wait_group) between, around loops too: a release at the top of the K loop follows the HGMMAs at its
+    bottom). The wait's count is not read: a ``wgmma_wait<1>`` that leaves the released slot's own group running
+    passes here, and only a live run can catch it."""
+    return _path_rule(sass, _is(RELEASE), _is("HGMMA"), _is("WARPGROUP.DEPBAR"))
 
 
 def local_memory(sass: list[str]) -> int:
@@ -246,23 +282,142 @@ def local_memory(sass: list[str]) -> int:
     return count_ops(sass, "LDL") + count_ops(sass, "STL")
 
 
-def in_registers(res: cuda.KernelResources, sass: list[str] | None, kept: str, why: str) -> Finding:
+def in_registers(k: Compiled, kept: str, why: str) -> Finding:
     """A thread's arrays held in registers: no stack frame, no spills and, where the SASS is read, no LDL/STL.
     ``kept`` is the finding when they are; ``why`` follows the counts when they are not."""
-    local = local_memory(sass) if sass is not None else 0
+    res = k.res
+    local = local_memory(k.sass) if k.sass is not None else 0
     ok = res.stack_frame_bytes == 0 and not res.spills and local == 0
+    counted = f"{local} LDL/STL in the SASS" if k.sass is not None else "LDL/STL not counted (nvdisasm is not installed)"
     return Finding(ok, kept if ok else f"local memory: a {res.stack_frame_bytes} B stack frame, "
-                                       f"{res.spill_store_bytes} B of spills, {local} LDL/STL in the SASS. {why}")
+                                       f"{res.spill_store_bytes} B of spills, {counted}. {why}")
+
+
+def _reads_grid_size(k: Compiled) -> bool:
+    """gridDim.x read by the compiled kernel: %nctaid.x in its PTX."""
+    return k.ptx.reads("%nctaid.x")
+
+
+def _takes_work_from_an_atomic(k: Compiled) -> bool:
+    """A global atomic in the PTX: a kernel that hands out work through a counter needs no gridDim."""
+    return any(op.split(".")[0] in ("atom", "red") and ".shared" not in op for op in k.ptx.opcodes())
+
+
+def _emulated(k: Compiled, args: list, block: tuple[int, int, int], grid: tuple[int, int, int] = (1, 1, 1),
+              block_idx: tuple[int, int, int] = (0, 0, 0), threads=None) -> tuple[Trace | None, str]:
+    """(what one block of the compiled kernel did, run from its PTX on the CPU (``measure.sass.emulate``), or
+    None and why it could not be run)."""
+    if k.ptx is None:
+        return None, "the cubin carries no PTX to run"
+    try:
+        return emulate(k.ptx, args, block, grid, block_idx, threads), ""
+    except NotEmulated as why:
+        return None, f"the emulator could not follow it: {why}"
+    except ValueError as why:
+        return None, str(why)
+
+
+def variable_name(ptx_name: str) -> str:
+    """A shared variable as the learner named it: ``_ZZ9transposeE4tile`` -> ``tile``."""
+    m = re.search(r"E(\d+)(\w+)$", ptx_name)
+    if m and int(m.group(1)) <= len(m.group(2)):
+        return m.group(2)[:int(m.group(1))]
+    return ptx_name
+
+
+def _warp_accesses(trace: Trace, kind: str) -> list[tuple[int, list[int | None]]]:
+    """One entry per warp-wide shared-memory instruction of ``kind`` (ld, st): (its access size, the 32 lanes'
+    byte offsets into the variable, None for a lane that did not take part). Lanes of a warp line up by the
+    how-many-th time each reached the instruction. (Variables start at bank 0 here; the bank of a whole access
+    shifts alike for every lane, which leaves its conflicts as they are.)"""
+    warps: dict[tuple, tuple[int, list]] = {}
+    for a in trace.shared:
+        if a.kind == kind:
+            size, lanes = warps.setdefault((a.warp, a.statement, a.occurrence), (a.size_bytes, [None] * 32))
+            lanes[a.lane] = a.offset
+    return list(warps.values())
+
+
+def bank_finding(trace: Trace, bank: BankWavefronts, launched: str) -> Finding:
+    """The bank model over the addresses an emulated block computed: wavefronts per warp-wide shared
+    instruction, against the count's bar (what Nsight Compute counts live, ``BankWavefronts``)."""
+    accesses = _warp_accesses(trace, bank.op)
+    if not accesses:
+        return Finding(False, f"no shared-memory {bank.accesses} in {launched}: the exercise goes through a shared tile",
+                       counted=True)
+    try:
+        counts = [memory.bank_conflicts(lanes, size, store=bank.op == "st") for size, lanes in accesses]
+    except ValueError as why:   # a misaligned shared access: it faults on the GPU
+        return Finding(False, f"the tile's {bank.accesses} ({launched}): {why}")
+    wavefronts = sum(c.wavefronts for c in counts)
+    per = wavefronts / len(counts)
+    worst = max(c.ways for c in counts)
+    text = (f"the tile's {bank.accesses}: {len(counts):,} warp-wide {bank.accesses} took {wavefronts:,} wavefronts, "
+            f"{per:.2f} per instruction (the bank model over the addresses the compiled kernel computes, {launched}; "
+            "1 is conflict-free)")
+    if per <= bank.max_per_instruction:
+        return Finding(True, text, counted=True)
+    return Finding(False, f"{text}: the worst is a {worst}-way conflict, {worst} words of one bank in one warp's "
+                          "access. Pad the tile's pitch, or rotate or swizzle its column index, so that the 32 elements "
+                          "a warp touches at once fall in 32 different banks", counted=True)
+
+
+def race_finding(trace: Trace, launched: str, fix: str) -> Finding:
+    """Shared memory between two barriers: a word one warp writes that another warp reads or writes in the same
+    interval is a race (what racecheck reports live). Atomics are not races."""
+    words: dict[tuple, dict[int, set[str]]] = {}
+    for a in trace.shared:
+        if a.kind == "atom":
+            continue
+        for word in range(a.offset // 4, (a.offset + a.size_bytes + 3) // 4):
+            words.setdefault((a.phase, a.variable, word), {}).setdefault(a.warp, set()).add(a.kind)
+    racy = [(key, warps) for key, warps in words.items()
+            if len(warps) > 1 and any("st" in kinds for kinds in warps.values())]
+    if not trace.shared:
+        return Finding(True, f"no race on shared memory: the kernel touches none ({launched})")
+    if not racy:
+        return Finding(True, f"no race on shared memory: between two barriers, no word one warp writes is read or "
+                             f"written by another ({launched})")
+    (_, variable, word), warps = racy[0]
+    writer = min(w for w, kinds in warps.items() if "st" in kinds)
+    other = min(w for w in warps if w != writer)
+    does = "reads" if "ld" in warps[other] else "writes"
+    return Finding(False, f"a race on shared memory: between two barriers, warp {writer} writes {variable_name(variable)}"
+                          f"'s word {word} and warp {other} {does} it, and so for {len(racy):,} words ({launched}). {fix}")
+
+
+def outside_finding(trace: Trace, spaces: tuple[str, ...]) -> str | None:
+    """The first access in ``spaces`` that fell outside its variable or array, in words, or None."""
+    for a in trace.outside:
+        if a.space in spaces:
+            who = f"thread {a.thread[0]} (warp {a.warp}) {({'ld': 'reads', 'st': 'writes'}).get(a.kind, 'updates')}"
+            size = trace.sizes.get(a.variable, 0)
+            if a.variable == "(no variable)":
+                return f"{who} {a.space} memory outside every array"
+            if a.space == "local":
+                return f"{who} byte {a.offset:,} of its local memory, past the {size:,} B its arrays take (its stack frame)"
+            if a.space == "shared":
+                return f"{who} byte {a.offset:,} of {variable_name(a.variable)} (shared memory), past its {size:,} B"
+            return f"{who} byte {a.offset:,} of {a.variable}, past its {size:,} B"
+    return None
 
 
 # --------------------------------------------------------------------------- the exercises
 
-def _uses_grid_stride(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    body = strip_comments(source)
-    if "gridDim" not in body:
-        return [Finding(False, "the kernel never reads gridDim: launched with fewer threads than elements "
-                               "(as here), it cannot reach them all. Step by gridDim.x * blockDim.x.")]
-    return [Finding(True, "the kernel reads gridDim (a grid-stride loop can cover any n)")]
+def _uses_grid_stride(source: str, k: Compiled) -> list[Finding]:
+    """A kernel launched with fewer threads than elements reaches them all only if it knows how many threads the
+    grid has: its PTX reads %nctaid.x (gridDim.x), however the source spells it. (Or it hands out work through a
+    global atomic counter; the live run's two grids judge that.)"""
+    if k.ptx is None:
+        return [not_judged(f"whether the kernel reads gridDim: {NO_PTX}; the live run's two grids judge it")]
+    if _reads_grid_size(k):
+        return [Finding(True, "the compiled kernel reads gridDim.x (%nctaid.x in its PTX): a grid-stride loop can "
+                              "cover any n")]
+    if _takes_work_from_an_atomic(k):
+        return [Finding(True, "the compiled kernel does not read gridDim.x but takes its work through a global atomic: "
+                              "the live run's two grids judge whether it reaches every element")]
+    return [Finding(False, "the compiled kernel never reads gridDim.x (no %nctaid.x in its PTX): launched with fewer "
+                           "threads than elements (as here), it cannot reach them all. Step by gridDim.x * blockDim.x.")]
 
 
 SCALE = KernelExercise(
@@ -280,6 +435,7 @@ SCALE = KernelExercise(
         "a stride written for one grid": "wrong_stride_for_one_grid",
         "a stride of gridDim.x alone (each element written blockDim.x times)": "wrong_stride_of_gridDim_only",
     },
+    correct_files={"the grid's size read with inline PTX, gridDim never spelled": "correct_grid_size_read_in_ptx"},
     live=cases.scale_cases,
     sizes=(1, 255, 257, 4096, 100_003, cases.SCALE_TIMED_SIZE, cases.SCALE_HUGE_SIZE),
     static=_uses_grid_stride,
@@ -289,21 +445,24 @@ SCALE = KernelExercise(
 REGISTER_BUDGET = 32
 
 
-def _within_budget(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    out = [Finding(res.registers <= REGISTER_BUDGET,
-                   f"{res.registers} registers per thread (budget {REGISTER_BUDGET})")]
-    out.append(Finding(not res.spills, "no spills" if not res.spills else
-                       f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded: the budget was "
-                       "met by moving values to local memory (off-chip), which costs more than it saves"))
-    return out
+def _within_budget(source: str, k: Compiled) -> list[Finding]:
+    """Registers from ptxas's report; local memory from the stack frame, the spills and the SASS's LDL/STL: a
+    small array indexed at run time lives in a stack frame with no spill reported."""
+    return [Finding(k.res.registers <= REGISTER_BUDGET,
+                    f"{k.res.registers} registers per thread (budget {REGISTER_BUDGET})"),
+            in_registers(k, "no local memory (no stack frame, no spills, no LDL/STL): the partial sums stay in registers",
+                         "The budget was met by putting values in local memory (off-chip, cached in L1 and L2), each "
+                         "use a load or a store, which costs more than the registers saved: an array indexed by a value "
+                         "known only at run time (part[c % 16]) lives there, and so do spills. Keep the partial sums in "
+                         "scalars, or index the array with constants only (an unrolled loop)")]
 
 
 ROW_SUMS = KernelExercise(
     files=ExerciseKernel("row_sum_squares_budget", "row_sum_squares"), notebook="03_occupancy",
     task=(f"`row_sum_squares(float* out, const float* in, int rows, int cols)`: one thread per row, "
           f"out[r] = Σ_c in[r·cols + c]². The starter is correct but keeps 32 partial sums; "
-          f"make it compile to at most {REGISTER_BUDGET} registers per thread with no spills (the checker "
-          "reads ptxas's report), and keep it correct at every size."),
+          f"make it compile to at most {REGISTER_BUDGET} registers per thread with no spills and no local memory "
+          "(the checker reads ptxas's report and the SASS), and keep it correct at every size."),
     hint=("Registers hold what is live at once: 32 partial sums are 32 registers before anything else. Two to four "
           "partial sums and a loop unrolled a few times keep enough loads in flight. Capping registers with "
           "__launch_bounds__ alone makes ptxas spill instead."),
@@ -311,56 +470,48 @@ ROW_SUMS = KernelExercise(
         "the starter (too many registers)": "starter",
         "rows past the end": "wrong_rows_past_the_end",
         "an unrolled loop that drops the last 4 when cols is a multiple of 4": "wrong_unroll_drops_the_last_four",
+        "partial sums in an array indexed at run time (local memory, no spills)": "wrong_partial_sums_in_local_memory",
     },
+    correct_files={"two partial sums, the loop unrolled by hand": "correct_two_sums_unrolled_by_hand"},
     live=cases.row_sum_cases,
     sizes=tuple(cases.ROW_SUM_COLS),
     size_labels=tuple(f"{rows:,}×{cols:,}" for rows, cols in cases.ROW_SUM_COLS.items()),   # rows × cols
     static=_within_budget,
 )
 
-_SHARED_TILE = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?float\s+(\w+)\s*\[")
+TRANSPOSE_BANKS = (BankWavefronts("ld"), BankWavefronts("st"))
+TRANSPOSE_EMULATED = 64   # rows = cols of the block the static checks emulate: a full 32 × 32 tile, inside the matrix
 
 
-def _transpose_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    """The tile's declared shape through the bank model (a warp reading one column of it), and the
-    barrier between the tile's writes and its reads."""
-
-    body = strip_comments(source)
-    # The tile's pitch from what ptxas allocated (32 rows of 4-byte words), however the source spells it.
-    smem = res.static_smem_bytes
-    if smem < 32 * 32 * 4 or smem % (32 * 4):
-        return [Finding(False, f"{smem} B of static shared memory is not a 32-row float tile of at least 32 columns "
-                               "(`__shared__ float tile[32][PITCH]`): the transpose goes through a shared-memory tile")]
-    pitch = smem // (32 * 4)
-    out = [Finding(True, f"{smem:,} B of static shared memory: a 32 × {pitch} float tile")]
-    m = _SHARED_TILE.search(body)
-    name = m.group(1) if m else r"\w+"
-    swizzled = re.search(r"\b" + name + r"\s*\[[^\]]*\]\s*\[[^\]]*\^", body) is not None
-    column = memory.bank_conflicts([lane * pitch * 4 for lane in range(32)])
-    if column.ways == 1:
-        out.append(Finding(True, f"a column of the 32 × {pitch} tile spans all 32 banks (bank model: 1 wavefront)",
-                           counted=True))
-    elif swizzled:
-        out.append(Finding(True, "the tile's column index is XORed: a swizzle can put a column's 32 elements in 32 "
-                                 "banks (bank model of the declared tile: not judged further without the count)",
-                           counted=True))
-    else:
-        out.append(Finding(False, f"a warp reading one column of a 32 × {pitch} tile hits one bank {column.ways} "
-                                  f"times (bank model, {column.wavefronts} wavefronts instead of 1): pad the pitch "
-                                  "or swizzle the column", counted=True))
-    barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
-    where = "in its SASS (BAR.SYNC)" if sass is not None else "in the source"
-    out.append(Finding(barriers >= 1, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
-        "" if barriers else ": threads would read tile elements other threads have not written yet")))
-    return out
+def _transpose_tile_checks(source: str, k: Compiled) -> list[Finding]:
+    """A shared tile (the compile report), its accesses through the bank model and the barrier between its writes
+    and its reads, both from one block of the compiled kernel run on the CPU: the addresses it computes, however
+    the source lays the tile out (padded, swizzled, rotated)."""
+    smem = k.res.static_smem_bytes
+    if smem < 32 * 32 * 4:
+        return [Finding(False, f"{smem} B of static shared memory: the transpose goes through a shared-memory tile of at "
+                               "least 32 × 32 floats (`__shared__ float tile[32][PITCH]`)")]
+    out = [Finding(True, f"{smem:,} B of static shared memory: room for a 32 × 32 float tile")]
+    n = TRANSPOSE_EMULATED
+    launched = f"one block of 32 × 8 threads at {n} × {n}"
+    trace, why = _emulated(k, [Array("out", n * n * 4), Array("in", n * n * 4), n, n], (32, 8, 1), (n // 32, n // 32, 1))
+    if trace is None:
+        return out + [not_judged(f"the tile's {bank.accesses} through the bank model: not judged here ({why}); the "
+                                 "count of the live run judges them", counted=True) for bank in TRANSPOSE_BANKS] + [
+            not_judged(f"the barrier between the tile's writes and its reads: not judged here ({why}); racecheck "
+                       "judges it in the live run")]
+    return out + [bank_finding(trace, bank, launched) for bank in TRANSPOSE_BANKS] + [
+        race_finding(trace, launched, "Threads read tile elements other threads have not written yet: put a "
+                                      "__syncthreads() between the tile's writes and its reads")]
 
 
 TRANSPOSE = KernelExercise(
     files=TRANSPOSE_TILE, notebook="05_shared_memory",
     task=("Write `transpose(float* out, const float* in, int rows, int cols)`: out (cols × rows) = inᵀ, through a "
           "32×32 shared-memory tile, reading rows of `in` and writing rows of `out` (both coalesced). The launch is "
-          "block (32, 8), grid (⌈cols/32⌉, ⌈rows/32⌉). The checker puts your tile's declared shape through the bank "
-          "model: reading one column must not make a warp hit one bank many times. Step each thread's rows by the "
+          "block (32, 8), grid (⌈cols/32⌉, ⌈rows/32⌉). The checker puts the addresses your compiled kernel computes "
+          "through the bank model (and, on a GPU, counts the conflicts): reading one column must not make a warp hit "
+          "one bank many times. Step each thread's rows by the "
           "constant 8, the block's height, so that the compiler can unroll the loops, as the course's kernel and the "
           "reference solution do: yours is timed against them."),
     hint=("Element (r, c) of the tile is at word r·PITCH + c, in bank (r·PITCH + c) mod 32. A warp reading a column "
@@ -375,25 +526,36 @@ TRANSPOSE = KernelExercise(
         "writes not transposed through the tile (uncoalesced)": "wrong_uncoalesced_writes",
         "an XOR that moves nothing (dy >> 5 is 0 in a 32-row tile)": "wrong_swizzle_that_moves_nothing",
     },
+    correct_files={"an unpadded tile, each row rotated by its index": "correct_rotated_unpadded_tile"},
     live=cases.transpose_cases,
     sizes=cases.TRANSPOSE_SIZES,
     size_labels=tuple(f"{rows:,}×{cols:,}" for rows, cols in cases.TRANSPOSE_COLS.items()),   # rows × cols
     static=_transpose_tile_checks,
-    counts=(SectorUse("ld"), SectorUse("st"), BankWavefronts("ld"), BankWavefronts("st")),
+    counts=(SectorUse("ld"), SectorUse("st"), *TRANSPOSE_BANKS),
 )
 
 
-def _register_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    body = strip_comments(source)
-    barriers = count_ops(sass, "BAR.SYNC") if sass is not None else body.count("__syncthreads")
-    where = "in its SASS (BAR.SYNC)" if sass is not None else "__syncthreads() in the source"
+GEMM_EMULATED = (64, 64, 16)   # M, N, K of the block the static checks emulate: two steps of K
+
+
+def _register_tile_checks(source: str, k: Compiled) -> list[Finding]:
+    """The stage tiles (the compile report), the barriers between their writes and reads (one block of the compiled
+    kernel run on the CPU over two steps of K: a race is a word one warp writes and another touches between the
+    same two barriers) and the accumulators in registers."""
+    m, n, kk = GEMM_EMULATED
+    launched = f"one block of 512 threads at M = {m}, N = {n}, K = {kk}: two steps"
+    trace, why = _emulated(k, [Array("A", m * kk * 4), Array("B", kk * n * 4), Array("C", m * n * 4), m, n, kk],
+                           (512, 1, 1))
+    race = (race_finding(trace, launched, "A stage needs a barrier after its tiles are written and one after they are "
+                                          "read (or a second buffer for the next stage): otherwise a stage's stores "
+                                          "overwrite tiles other threads are still reading") if trace is not None else
+            not_judged(f"the barriers around the stage tiles: not judged here ({why}); racecheck judges them in the "
+                       "live run"))
     return [
-        Finding(res.static_smem_bytes >= 2 * 8 * 64 * 4,
-                f"{res.static_smem_bytes} B of static shared memory (the 64×8 and 8×64 stage tiles need 4,096)"),
-        Finding(barriers >= 2, f"{barriers} barrier{'s' * (barriers != 1)} {where}" + (
-            "" if barriers >= 2 else ": a stage needs one after its tiles are written and one after they are read, "
-                                     "or the next stage's loads overwrite tiles other threads are still reading")),
-        in_registers(res, sass, "the 8 accumulators stay in registers (no stack frame, no spills, no LDL/STL)",
+        Finding(k.res.static_smem_bytes >= 2 * 8 * 64 * 4,
+                f"{k.res.static_smem_bytes} B of static shared memory (the 64×8 and 8×64 stage tiles need 4,096)"),
+        race,
+        in_registers(k, "the 8 accumulators stay in registers (no stack frame, no spills, no LDL/STL)",
                      "An accumulator array indexed by a loop the compiler does not unroll lives in local memory: "
                      "unroll the loops over the 8 outputs (#pragma unroll, constant bounds)"),
     ]
@@ -413,6 +575,7 @@ TILE_GEMM = KernelExercise(
         "A loaded down its columns (uncoalesced)": "wrong_a_loaded_down_its_columns",
         "B's tile stored transposed (8-way conflicts on every B read)": "wrong_b_tile_transposed",
     },
+    correct_files={"double-buffered stage tiles, one barrier a step": "correct_double_buffered_one_barrier"},
     live=cases.tile_gemm_cases,
     sizes=tuple(range(len(GEMM_SHAPES))),
     size_labels=tuple(f"{m}×{n}×{k}" for m, n, k in GEMM_SHAPES),
@@ -426,9 +589,7 @@ TILE_GEMM = KernelExercise(
 # ---- notebook 11's capstone: a kernel with several defects, none of them named in its source
 
 MYSTERY_DEFECTS = ("too little parallelism", "uncoalesced loads", "local memory", "buffer overflow", "edges")
-_COMPARES_ROWS = re.compile(r"[<>]=?\s*rows\b|\brows\s*[<>]")
-_COLUMN_LOOP = re.compile(r"for\s*\(\s*(?:int\s+)?(\w+)\s*=[^;]*;\s*\1\s*<\s*cols\b")
-_FIXED_ARRAY = re.compile(r"(__shared__\s+)?\b(?:float|double|int|float4)\s+(\w+)\s*\[\s*(\w+)\s*\]\s*;")
+MYSTERY_EDGE_COLS = 33   # the emulated ragged launch's row length: short, odd
 
 
 def _target_sm_count() -> int:
@@ -462,27 +623,42 @@ def _target_resident_blocks(threads: int, res: cuda.KernelResources) -> int:
     return occupancy.residency(budget, threads, res.registers, res.static_smem_bytes).resident_blocks
 
 
-def _row_buffer_finding(body: str, per_block: int) -> Finding:
-    """A fixed-size array indexed by a loop that runs to ``cols`` holds (part of) a row; what it holds per row
-    (its size times the threads of a row for a per-thread array, over the rows of a block for a shared one)
-    against the widest row the checker runs."""
+def _row_arrays(rows: int, cols: int) -> list:
+    return [Array("out", rows * cols * 4), Array("in", rows * cols * 4), Array("weight", cols * 4), rows, cols]
 
+
+def _row_buffer_finding(k: Compiled, per_block: int) -> Finding:
+    """A row kept in a fixed-size array, local or shared: the compiled kernel run on the CPU for one row as wide as
+    the widest the checker tests (the threads of that row, in block 0); an access past its array's end overflows."""
     widest = max(c for _, c in MYSTERY_SHAPES)
-    defines = numeric_defines(body)
-    column_vars = set(_COLUMN_LOOP.findall(body))
-    short = []
-    for shared, name, size in _FIXED_ARRAY.findall(body):
-        n = int(size) if size.isdigit() else defines.get(size)
-        index = re.search(rf"\b{name}\s*\[([^\]]*)\]\s*=", body)
-        if n is None or not index or not column_vars & set(re.findall(r"\w+", index.group(1))):
-            continue
-        per_row = n // per_block if shared else n * max(1, MYSTERY_THREADS // per_block)
-        if per_row < widest:
-            short.append(f"{name}[{size}] ({'shared' if shared else 'per thread'}) holds {per_row:,} columns of a row")
-    if not short:
-        return Finding(True, "buffer overflow: no fixed-size array holds a row")
-    return Finding(False, "buffer overflow: " + "; ".join(short) + f", and nothing stops a longer row: the checker's "
-                   f"rows run to {widest:,} columns, and each one past the end writes memory the array does not own")
+    trace, why = _emulated(k, _row_arrays(per_block, widest), (MYSTERY_THREADS, 1, 1),
+                           threads=range(max(1, MYSTERY_THREADS // per_block)))
+    if trace is None:
+        return not_judged(f"buffer overflow: not judged here ({why}); the live run's rows of up to {widest:,} floats "
+                          "and memcheck judge it")
+    past = outside_finding(trace, ("local", "shared"))
+    launched = f"the compiled kernel run on the CPU for one row of {widest:,} floats, the widest the checker tests"
+    if past is None:
+        return Finding(True, f"buffer overflow: none ({launched}: every access stays inside its array)")
+    return Finding(False, f"buffer overflow: {launched}, {past}: a fixed-size array holds the row and nothing stops a "
+                          "longer one, so each column past its end writes memory the array does not own")
+
+
+def _row_edges_finding(k: Compiled, per_block: int) -> Finding:
+    """The last block of a launch whose row count is one past a multiple of ROWS_PER_BLOCK, run on the CPU from
+    the compiled kernel: its rows past the last must read and write nothing, however the guard is written."""
+    rows = per_block + 1
+    trace, why = _emulated(k, _row_arrays(rows, MYSTERY_EDGE_COLS), (MYSTERY_THREADS, 1, 1), (2, 1, 1), (1, 0, 0))
+    if trace is None:
+        return not_judged(f"edges: not judged here ({why}); the live run's shapes (4,097 rows among them) and memcheck "
+                          "judge them")
+    past = outside_finding(trace, ("global",))
+    launched = (f"the compiled kernel run on the CPU for the last block of a {rows} × {MYSTERY_EDGE_COLS} launch, one row "
+                "past a multiple of ROWS_PER_BLOCK")
+    if past is None:
+        return Finding(True, f"edges: the rows past the last touch nothing ({launched})")
+    return Finding(False, f"edges: {launched}, {past}: the last block's extra rows read and write past the arrays "
+                          "when rows is not a multiple of ROWS_PER_BLOCK. Leave the rows past `rows` out")
 
 
 def _row_launch_problem(per_block: int | None) -> Finding | None:
@@ -497,10 +673,12 @@ def _row_launch(source: str) -> dict | None:
     return None if _row_launch_problem(per_block) else {"rows_per_block": per_block}
 
 
-def _mystery_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    """One finding per defect of the capstone, each from a course model or the compile report."""
+def _mystery_checks(source: str, k: Compiled) -> list[Finding]:
+    """One finding per defect of the capstone: the launch (ROWS_PER_BLOCK, read from the source) through the wave,
+    occupancy and sector models, the compile report and SASS for local memory, and the compiled kernel run on the
+    CPU for the buffer and the edges."""
 
-    body = strip_comments(source)
+    res = k.res
     per_block = rows_per_block(source)
     if (problem := _row_launch_problem(per_block)) is not None:
         return [problem]
@@ -515,16 +693,16 @@ def _mystery_checks(source: str, res: cuda.KernelResources, sass: list[str] | No
                    + (f", and {sms - blocks} SMs with no work at all" if blocks < sms else
                       f", {blocks / sms:.1f} blocks per SM" + (": too few to hide latency" if blocks < 2 * sms else "")))]
     out.append(_lanes_per_row_finding(per_block, cols))
-    local = res.stack_frame_bytes + res.spill_store_bytes
-    out.append(Finding(local == 0, "local memory: none (no stack frame, no spills)" if local == 0 else
+    local = local_memory(k.sass) if k.sass is not None else 0
+    in_local = res.stack_frame_bytes or res.spills or local
+    counted = f", {local} LDL/STL in the SASS" if k.sass is not None else ""
+    out.append(Finding(not in_local, f"local memory: none (no stack frame, no spills{', no LDL/STL' * (k.sass is not None)})"
+                       if not in_local else
                        f"local memory: {res.stack_frame_bytes:,} B stack frame per thread, {res.spill_store_bytes} B "
-                       "spilled: an array indexed at run time cannot live in registers, so it lives in local memory (device "
-                       "memory, cached in L1 and L2)"))
-    out.append(_row_buffer_finding(body, per_block))
-    guarded = _COMPARES_ROWS.search(body) is not None
-    out.append(Finding(guarded, "edges: the kernel compares a row index with rows (the live run tests every edge)"
-                       if guarded else "edges: nothing compares a row index with rows, so the last block's extra "
-                       "rows read and write past the arrays when rows is not a multiple of ROWS_PER_BLOCK"))
+                       f"spilled{counted}: an array indexed at run time cannot live in registers, so it lives in local "
+                       "memory (device memory, cached in L1 and L2)"))
+    out.append(_row_buffer_finding(k, per_block))
+    out.append(_row_edges_finding(k, per_block))
     return out
 
 
@@ -543,6 +721,7 @@ MYSTERY = KernelExercise(
         "ε outside the square root": "wrong_epsilon_outside_the_root",
         "the row in a fixed 8,192-float shared buffer": "wrong_row_in_a_fixed_shared_buffer",
     },
+    correct_files={"the row guard written against the rows the block has left": "correct_guard_on_rows_left"},
     live=cases.rms_norm_cases,
     **_shape_cases(MYSTERY_SHAPES),
     static=_mystery_checks,
@@ -552,17 +731,33 @@ MYSTERY = KernelExercise(
 
 # ---- notebook 04: row sums whose loads are coalesced
 
-def _warp_row_sum_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    body = strip_comments(source)
+def _combines_across_threads(k: Compiled) -> bool:
+    """A shuffle, a warp reduction, an atomic or a shared-memory access in the PTX: a way for one thread's value
+    to reach another."""
+    for op in k.ptx.opcodes():
+        base, *modifiers = op.split(".")
+        if base in ("shfl", "redux", "atom", "red") or (base in ("ld", "st") and any(m.startswith("shared")
+                                                                                       for m in modifiers)):
+            return True
+    return False
+
+
+def _warp_row_sum_checks(source: str, k: Compiled) -> list[Finding]:
     per_block = rows_per_block(source)
     if (problem := _row_launch_problem(per_block)) is not None:
         return [problem]
     out = [_lanes_per_row_finding(per_block, MYSTERY_TIMED_SHAPE[1])]
     if MYSTERY_THREADS // per_block > 1:
-        combined = "__shfl" in body or "__shared__" in body or "atomicAdd" in body
-        out.append(Finding(combined, "the partial sums of a row's threads are combined (a shuffle, shared memory or "
-                                     "an atomic)" if combined else "several threads share a row, but nothing combines "
-                                     "their partial sums: use __shfl_xor_sync (or shared memory)"))
+        if k.ptx is None:
+            out.append(not_judged(f"whether the partial sums of a row's threads are combined: {NO_PTX}; the live run's "
+                                  "results judge it"))
+        elif _combines_across_threads(k):
+            out.append(Finding(True, "the partial sums of a row's threads can be combined (the compiled kernel shuffles "
+                                     "between lanes, uses shared memory or an atomic)"))
+        else:
+            out.append(Finding(False, "several threads share a row, but the compiled kernel never combines their "
+                                      "partial sums (no shuffle, shared memory or atomic in its PTX): use "
+                                      "__shfl_xor_sync (or shared memory)"))
     return out
 
 
@@ -581,6 +776,7 @@ WARP_ROW_SUMS = KernelExercise(
         "a warp per row, no row guard": "wrong_no_row_guard",
         "a warp per row, each lane a contiguous piece (uncoalesced)": "wrong_lane_chunks",
     },
+    correct_files={"half a warp per row, summed by the course's half_warp_sum": "correct_half_warp_per_row_course_sum"},
     live=cases.warp_row_sums_cases,
     **_shape_cases(MYSTERY_SHAPES),
     static=_warp_row_sum_checks,
@@ -598,21 +794,40 @@ def _target_threads_per_sm() -> int:
     return info.max_threads_per_sm if info else hardware.spec(runtime.replay_gpu()).max_threads_per_sm
 
 
-def _persistent_tile_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    body = strip_comments(source)
+TILE_EDGE_SHAPE = (65, 63)   # a shape of the live run whose last tile is ragged both ways: the emulated corner
+
+
+def _persistent_tile_checks(source: str, k: Compiled) -> list[Finding]:
+    """gridDim read by the compiled kernel (a persistent grid smaller than the tiles must step by it), and the
+    block of the corner tile run on the CPU: an edge tile must read and write nothing outside the matrix."""
     rows, cols = TILE_TIMED_SHAPE
     grid = waves.tile_grid(rows, cols, TILE_EDGE, TILE_EDGE)
     blocks = persistent_blocks(_target_sm_count(), _target_threads_per_sm())
     most, fewest = -(-grid.blocks // blocks), grid.blocks // blocks
-    out = [Finding("gridDim" in body, f"the kernel reads gridDim, so its {blocks:,} blocks can walk all the tiles (at "
-                                      f"{rows:,}²: {grid.blocks:,} tiles of {TILE_EDGE}², {fewest} or {most} per block)"
-                   if "gridDim" in body else f"the kernel never reads gridDim: with {blocks:,} blocks (all the SMs hold "
-                   "at once) it "
-                   f"cannot reach the {grid.blocks:,} tiles of a matrix of {rows:,}²; loop over tiles, stepping by gridDim.x")]
-    masked = _COMPARES_ROWS.search(body) is not None and re.search(r"[<>]=?\s*cols\b|\bcols\s*[<>]", body) is not None
-    out.append(Finding(masked, "edge tiles are masked against rows and cols" if masked else
-                       "nothing compares with both rows and cols: the edge tiles of a matrix that is not a multiple "
-                       f"of {TILE_EDGE} would read and write outside it"))
+    if k.ptx is None:
+        return [not_judged(f"whether the kernel reads gridDim: {NO_PTX}; the live run's two grids judge it"),
+                not_judged(f"the edge tiles: {NO_PTX}; the live run's shapes and memcheck judge them")]
+    if _reads_grid_size(k):
+        out = [Finding(True, f"the compiled kernel reads gridDim.x (%nctaid.x in its PTX), so its {blocks:,} blocks can "
+                             f"walk all the tiles (at {rows:,}²: {grid.blocks:,} tiles of {TILE_EDGE}², {fewest} or {most} "
+                             "per block)")]
+    else:
+        out = [Finding(False, f"the compiled kernel never reads gridDim.x (no %nctaid.x in its PTX): with {blocks:,} blocks "
+                              f"(all the SMs hold at once) it cannot reach the {grid.blocks:,} tiles of a matrix of "
+                              f"{rows:,}²; loop over tiles, stepping by gridDim.x")]
+    edge_rows, edge_cols = TILE_EDGE_SHAPE
+    tiles = waves.tile_grid(edge_rows, edge_cols, TILE_EDGE, TILE_EDGE).blocks
+    launched = (f"the compiled kernel run on the CPU for the block of the last tile of a {edge_rows} × {edge_cols} "
+                f"matrix, {tiles} blocks of 256 threads")
+    trace, why = _emulated(k, [Array("out", edge_rows * edge_cols * 4), Array("in", edge_rows * edge_cols * 4), 2.0,
+                               edge_rows, edge_cols], (256, 1, 1), (tiles, 1, 1), (tiles - 1, 0, 0))
+    if trace is None:
+        out.append(not_judged(f"the edge tiles: not judged here ({why}); the live run's shapes and memcheck judge them"))
+    elif (past := outside_finding(trace, ("global",))) is None:
+        out.append(Finding(True, f"the edge tiles stay inside the matrix ({launched}: nothing read or written past it)"))
+    else:
+        out.append(Finding(False, f"the edge tiles reach outside the matrix: {launched}, {past}. Mask the edge tiles "
+                                  "against rows and cols"))
     return out
 
 
@@ -629,6 +844,7 @@ PERSISTENT_TILES = KernelExercise(
         "no edge mask": "wrong_no_edge_mask",
         "a stride written for one grid": "wrong_stride_for_one_grid",
     },
+    correct_files={"the edges clamped with min() instead of compared": "correct_edges_clamped_with_min"},
     live=cases.scale_tiles_cases,
     **_shape_cases(TILE_SHAPES),
     static=_persistent_tile_checks,
@@ -638,14 +854,19 @@ PERSISTENT_TILES = KernelExercise(
 # ---- notebook 08: the epilogue fused into one pass
 
 
-def _fused_epilogue_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    body = strip_comments(source)
-    kernels = re.findall(r"__global__", body)
-    out = [Finding(len(kernels) == 1, "one kernel: the three steps in one pass" if len(kernels) == 1 else
-                   f"{len(kernels)} kernels in the cell: fuse the steps into bias_gelu_residual alone (each extra "
-                   "pass would write its result to HBM and read it back)")]
-    out.append(Finding(not res.spills, "no spills" if not res.spills else
-                       f"spills {res.spill_store_bytes} B: the fused kernel keeps too much per thread"))
+def _fused_epilogue_checks(source: str, k: Compiled) -> list[Finding]:
+    """The kernels the cubin holds (a kernel declared before it is defined is still one), and local memory."""
+    kernels = k.kernels
+    if not kernels:   # the cubin's symbol table could not be read
+        return [not_judged("how many kernels the cell holds: not judged here (the cubin's symbol table could not be "
+                           "read); the live run times the kernel the checker launches"),
+                in_registers(k, "no local memory (no stack frame, no spills, no LDL/STL)",
+                             "The fused kernel keeps values in local memory, a load and a store each")]
+    out = [Finding(len(kernels) == 1, "one kernel in the compiled cell: the three steps in one pass" if len(kernels) == 1
+                   else f"{len(kernels)} kernels in the compiled cell ({', '.join(kernels)}): fuse the steps into "
+                   "bias_gelu_residual alone (each extra pass would write its result to HBM and read it back)")]
+    out.append(in_registers(k, "no local memory (no stack frame, no spills, no LDL/STL)",
+                            "The fused kernel keeps values in local memory, a load and a store each"))
     return out
 
 
@@ -661,6 +882,7 @@ FUSED_EPILOGUE = KernelExercise(
         "bias indexed by row": "wrong_bias_indexed_by_row",
         "tanh through exp (NaN for large inputs)": "wrong_tanh_through_exp",
     },
+    correct_files={"the kernel declared before it is defined": "correct_declared_before_defined"},
     live=cases.fused_epilogue_cases,
     **_shape_cases(FUSED_SHAPES),
     static=_fused_epilogue_checks,
@@ -673,8 +895,11 @@ PIPELINE_TILE_BYTES = PIPELINE_THREADS * 4 * 16        # 16 KiB: four float4s pe
 PIPELINE_SIZES = (4, 1028, 65540, 1 << 20, (1 << 26) + 4)
 
 
-def _pipeline_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    if sass is not None:
+def _pipeline_checks(source: str, k: Compiled) -> list[Finding]:
+    sass, res = k.sass, k.res
+    if sass is None:
+        out = [not_judged(f"the cp.async copies and their waits: {NO_SASS}; the live run's speed bar judges them")]
+    else:
         copies, waits = count_ops(sass, "LDGSTS") > 0, depbar_waits(sass)
         if not copies:
             out = [Finding(False, "no cp.async copy in the kernel's SASS (no LDGSTS): its loads are still synchronous")]
@@ -688,12 +913,6 @@ def _pipeline_checks(source: str, res: cuda.KernelResources, sass: list[str] | N
             out = [Finding(True, f"the kernel copies with cp.async and waits for all but {max(waits)} group"
                                  f"{'s' * (max(waits) != 1)} (DEPBAR.LE SB0, {max(waits):#x}): a tile stays in flight "
                                  "while one is summed")]
-    else:   # no nvdisasm here: the source's calls stand in
-        kernel_body = _from_entry(source, "sum_squares")
-        copies, waits = "copy16_async(" in kernel_body, "wait_copies<" in kernel_body
-        out = [Finding(copies and waits, "the kernel copies with cp.async and waits on its groups" if copies and waits
-                       else "the kernel never waits (wait_copies): it could sum a tile before its bytes have landed"
-                       if copies else "the kernel does not call copy16_async: its loads are still synchronous")]
     stages = res.static_smem_bytes // PIPELINE_TILE_BYTES
     out.append(Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} stage"
                        f"{'s' if stages != 1 else ''} of {PIPELINE_TILE_BYTES // 1024} KiB"
@@ -725,41 +944,57 @@ ASYNC_PIPELINE = KernelExercise(
 SPECIALIZED_TILE_BYTES = 8 * 1024
 
 
-def _specialized_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    if sass is not None:
+def _handoff(sass: Listing) -> Finding:
+    """The slots' hand-off, as rules on every path of the SASS: the producer waits on an mbarrier before each bulk
+    copy (none copies straight from the kernel's entry), the consumers wait on one between one release and the
+    next, and a proxy fence stands between the consumers' reads of a slot and its release."""
+    releases, unwaited = _path_rule(sass, _is(RELEASE), _is(RELEASE), _is(WAIT), entry_is_hazard=True)
+    copies, uncopied = _path_rule(sass, _is("UBLKCP"), lambda i: False, _is(WAIT), entry_is_hazard=True)
+    _, unfenced = unfenced_releases(sass)
+    problems = []
+    if not releases:
+        problems.append("no slot is released: the consumers must arrive on empty[s] once they have read slot s")
+    if unwaited:
+        problems.append(f"{unwaited} slot release{'s' * (unwaited != 1)} with no mbarrier wait before it since the "
+                        "last release (or the kernel's start): the consumers must wait on full[s] before they read "
+                        "and release slot s")
+    if uncopied:
+        problems.append(f"{uncopied} bulk cop{'ies' if uncopied != 1 else 'y'} some path reaches from the kernel's start "
+                        "with no mbarrier wait: the producer must wait on empty[s] before it refills slot s")
+    if unfenced:
+        problems.append(f"{unfenced} slot release{'s' * (unfenced != 1)} some path reaches from a read of shared memory "
+                        "with no fence.proxy.async between: the consumers' reads must be ordered before the TMA "
+                        "refills the slot; release through the fenced helper, after the reads")
+    if problems:
+        return Finding(False, "; ".join(problems))
+    return Finding(True, "both roles wait on a barrier before they touch a slot, and every path from the consumers' "
+                         "reads to a release passes a proxy fence (rules on every path of the SASS)")
+
+
+def _specialized_checks(source: str, k: Compiled) -> list[Finding]:
+    sass, res = k.sass, k.res
+    out = []
+    if sass is None:
+        out.append(not_judged(f"the bulk copies and the slots' hand-off: {NO_SASS}; the live run judges them"))
+    else:
         loads = count_ops(sass, "UBLKCP") > 0
         counts = any(mnemonic(i) == "SYNCS.ARRIVE.TRANS64" for i in sass)   # an arrival that sets a byte count
-        sites, unfenced = wait_sites(sass), unfenced_releases(sass)
-        releases = count_ops(sass, "SYNCS.ARRIVE.TRANS64.A1T0") > 0
-    else:   # no nvdisasm here: the source's calls stand in
-        kernel_body = _from_entry(source, "sum_squares")
-        loads, counts = "bulk_load(" in kernel_body, "mbar_expect_bytes(" in kernel_body
-        sites, unfenced = kernel_body.count("mbar_wait("), 0
-        releases = "release(" in kernel_body or "mbar_arrive(" in kernel_body
-    if loads and counts:
-        copies = Finding(True, "the producer bulk-loads tiles and sets the bytes each full barrier expects")
-    elif not loads:
-        copies = Finding(False, "no tile is loaded: the producer must call mbar_expect_bytes and bulk_load")
-    else:
-        copies = Finding(False, "the bulk loads are never counted: call mbar_expect_bytes before each bulk_load")
-    if sites >= 2 and releases and not unfenced:
-        handoff = Finding(True, "both roles wait on a barrier (two wait loops in the SASS) and the consumers release "
-                                "their slots after a proxy fence" if sass is not None else
-                                "both roles wait on a barrier and the consumers release their slots")
-    elif unfenced:
-        handoff = Finding(False, f"{unfenced} slot release{'s' * (unfenced != 1)} without fence.proxy.async before "
-                                 "it: the consumers' reads must be ordered before the TMA refills the slot; release "
-                                 "through the fenced helper")
-    else:
-        handoff = Finding(False, f"{sites} place{'s' * (sites != 1)} that wait{'s' * (sites == 1)} on a barrier"
-                          + ("" if releases else " and no slot released")
-                          + ": the consumers must wait on full[s] and release it; the producer must wait on empty[s]")
-    if not loads:   # the compiler drops slots nothing writes or reads: their size says nothing yet
-        return [copies, handoff]
+        if loads and counts:
+            out.append(Finding(True, "the producer bulk-loads tiles and sets the bytes each full barrier expects"))
+        elif not loads:
+            out.append(Finding(False, "no tile is loaded: the producer must call mbar_expect_bytes and bulk_load"))
+        else:
+            out.append(Finding(False, "the bulk loads are never counted: call mbar_expect_bytes before each bulk_load"))
+        try:
+            out.append(_handoff(sass))
+        except ControlFlowUnknown as why:
+            out.append(not_judged(f"the slots' hand-off: not judged here ({why}); the live run judges it"))
+        if not loads:   # the compiler drops slots nothing writes or reads: their size says nothing yet
+            return out
     stages = res.static_smem_bytes // SPECIALIZED_TILE_BYTES
-    ring = Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} slot"
-                   f"{'s' * (stages != 1)} of {SPECIALIZED_TILE_BYTES // 1024} KiB")
-    return [copies, handoff, ring]
+    out.append(Finding(stages >= 2, f"{res.static_smem_bytes:,} B of shared memory: {stages} slot"
+                       f"{'s' * (stages != 1)} of {SPECIALIZED_TILE_BYTES // 1024} KiB"))
+    return out
 
 
 WARP_SPECIALIZED = KernelExercise(
@@ -777,7 +1012,9 @@ WARP_SPECIALIZED = KernelExercise(
         "the starter (nothing loaded)": "starter",
         "the consumers never flip the phase": "wrong_phase_never_flipped",
         "a whole tile expected for the short last one": "wrong_whole_tile_expected",
+        "the proxy fence before the slot's reads": "wrong_fence_before_the_reads",
     },
+    correct_files={"the proxy fence far from the release, on its path": "correct_fence_far_from_the_release"},
     live=cases.warp_specialized_cases,
     sizes=PIPELINE_SIZES,
     static=_specialized_checks,
@@ -789,35 +1026,42 @@ WARP_SPECIALIZED = KernelExercise(
 
 # ---- notebook 10: the consumers of a warp-specialized wgmma GEMM
 
-def _wgmma_consumer_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
-    if sass is not None:
-        multiplies, waits = count_ops(sass, "HGMMA"), wait_sites(sass)
+def _wgmma_consumer_checks(source: str, k: Compiled) -> list[Finding]:
+    """The consumers' protocol as rules on every path of the SASS: a wgmma (HGMMA) reads a slot only after an
+    mbarrier wait since the last release (or the kernel's start), and a release comes only after a wgmma wait
+    (WARPGROUP.DEPBAR) since the last HGMMA."""
+    sass = k.sass
+    if sass is None:
+        return [not_judged(f"the consumers' wgmmas, waits and releases: {NO_SASS}; the live run judges them")]
+    multiplies = count_ops(sass, "HGMMA")
+    wgmma = Finding(multiplies > 0, f"the consumers multiply with wgmma ({multiplies} HGMMA instructions in the SASS)"
+                    if multiplies else "no wgmma in the kernel's SASS (no HGMMA): the consumers multiply nothing")
+    try:
+        _, unwaited = _path_rule(sass, _is("HGMMA"), _is(RELEASE), _is(WAIT), entry_is_hazard=True)
         releases, early = releases_before_wgmma_wait(sass)
-        wgmma = Finding(multiplies > 0, f"the consumers multiply with wgmma ({multiplies} HGMMA instructions in the SASS)"
-                        if multiplies else "no wgmma in the kernel's SASS (no HGMMA): the consumers multiply nothing")
-        wait = Finding(waits >= 2, "the consumers wait on each slot's full barrier (a second mbarrier wait loop in the "
-                                   "SASS beside the producer's)" if waits >= 2 else
-                       f"{waits} mbarrier wait loop{'s' * (waits != 1)} in the SASS: the producer's. The consumers must "
-                       "wait on full[slot] before their wgmmas read it")
-    else:   # no nvdisasm here: the source's calls stand in
-        body = strip_comments(source)
-        multiplies = "wgmma_slot<" in body or "wgmma_m64n" in body or "wgmma_smem<" in body
-        wgmma = Finding(multiplies, "the consumers call wgmma" if multiplies else
-                        "the consumers never call wgmma (wgmma_slot): they multiply nothing")
-        wait = Finding(body.count("mbar_wait(") >= 1, "the consumers wait on a slot's full barrier"
-                       if "mbar_wait(" in body else "the consumers never wait on full[slot] (mbar_wait)")
-        releases = int("release(" in body or "mbar_arrive(" in body)
-        early = 0
+    except ControlFlowUnknown as why:
+        return [wgmma, not_judged(f"the consumers' waits and releases: not judged here ({why}); the live run judges "
+                                  "them")]
+    if not multiplies:
+        wait = Finding(False, "no wgmma waits on a slot's full barrier, since there is none: the consumers must wait on "
+                              "full[slot] before their wgmmas read it")
+    elif unwaited:
+        wait = Finding(False, f"{unwaited} HGMMA{'s' * (unwaited != 1)} some path reaches from the kernel's start or "
+                              "from a slot release with no mbarrier wait between: the consumers must wait on "
+                              "full[slot] before their wgmmas read it")
+    else:
+        wait = Finding(True, "the consumers wait on a slot's full barrier before their wgmmas read it (an mbarrier wait "
+                             "on every path to an HGMMA since the last release)")
     if not releases:
         freed = Finding(False, "no slot is ever freed: the producer waits on empty[slot] for the consumers, and after "
                                "STAGES slots the wait traps. Arrive on empty once the wgmmas are done with the slot")
     elif early:
-        freed = Finding(False, f"{early} slot release{'s' * (early != 1)} with a wgmma issued and not waited for "
-                               "before it (no WARPGROUP.DEPBAR between the HGMMA and the arrive): the TMA may refill "
-                               "the slot while the tensor cores still read it. Call wgmma_wait before release")
+        freed = Finding(False, f"{early} slot release{'s' * (early != 1)} some path reaches from a wgmma issued with no "
+                               "wgmma wait between (no WARPGROUP.DEPBAR between the HGMMA and the arrive): the TMA may "
+                               "refill the slot while the tensor cores still read it. Call wgmma_wait before release")
     else:
-        freed = Finding(True, "each slot is freed after a wgmma wait (a wait after the last wgmma before every release)"
-                        if sass is not None else "the consumers free slots")
+        freed = Finding(True, "each slot is freed after a wgmma wait (a WARPGROUP.DEPBAR on every path from an HGMMA to "
+                              "a release)")
     return [wgmma, wait, freed]
 
 
@@ -857,10 +1101,10 @@ WGMMA_CONSUMER = KernelExercise(
 
 # ---- notebook 12: decode attention that reads each KV row once for its group of query heads
 
-def _decode_checks(source: str, res: cuda.KernelResources, sass: list[str] | None = None) -> list[Finding]:
+def _decode_checks(source: str, k: Compiled) -> list[Finding]:
     """The running softmaxes and the query rows stay in registers: a per-head array indexed by a loop the
     compiler could not unroll lands in local memory, read and written on every token."""
-    return [in_registers(res, sass, f"the {DECODE_GROUP} query heads' state stays in registers (no spills, no local "
+    return [in_registers(k, f"the {DECODE_GROUP} query heads' state stays in registers (no spills, no local "
                                     "memory)",
                          "The per-query-head state is in local memory, touched on every token. Loops over the group "
                          "need a bound the compiler knows (GROUP) so it can unroll them and keep the arrays in registers")]
@@ -894,9 +1138,45 @@ GROUPED_DECODE = KernelExercise(
 )
 
 
+# ---- notebook 13: the online softmax of one tile of keys
+
+def _softmax_tile_checks(source: str, k: Compiled) -> list[Finding]:
+    """The running maximum, sum and accumulator stay in registers across the tiles."""
+    return [in_registers(k, "the running maximum, sum and accumulator stay in registers (no spills, no local memory)",
+                         "Something of the row's state lives in local memory, read and written every tile: keep it in "
+                         "scalars (m, l, acc0, acc1) or arrays indexed by constants")]
+
+
+SOFTMAX_TILE = KernelExercise(
+    files=ExerciseKernel("online_softmax_tile", "attention_rows"), notebook="13_attention",
+    task=("`attention_rows` gives each query row one warp and walks the keys in tiles of 32, lane i scoring key "
+          "t0 + i. Write the update that folds one tile into the row's running state: its maximum m, the sum l of "
+          "exp2(score − m) and the accumulator acc of exp2(score − m) · v. As given it takes exp2f of each raw score, "
+          "which is right while scores are small and overflows to inf (then NaN) once a base-2 score passes 128. "
+          "The checker runs it at one key, tails of a tile, the causal diagonal, rows that see no key, and scores "
+          "grown a hundred times, and times it against the reference solution."),
+    hint=("Per tile: the tile's maximum over the 32 lanes (__shfl_xor_sync with fmaxf), m_new = max(m, tile max); "
+          "every term summed so far was taken against m, so multiply l and acc by exp2f(m − m_new) before adding "
+          "this tile's exp2f(score − m_new) terms; then m = m_new. On the first tile m is −inf and the factor is 0."),
+    wrong_files={
+        "the starter (no running maximum: exp2f of a large score overflows)": "starter",
+        "the maximum moves but l and acc keep their old scale": "wrong_no_rescale",
+        "each lane's own score as the maximum": "wrong_lane_own_maximum",
+        "the tile's terms rescaled with the old ones": "wrong_tile_rescaled_with_the_old_terms",
+    },
+    live=cases.softmax_tile_cases,
+    sizes=tuple(range(len(cases.SOFTMAX_TILE_SHAPES))),
+    size_labels=tuple(f"{q}×{k}" + (" causal" if c else "") + (f" ×{s:g}" if s != 1 else "")
+                      for q, k, c, s in cases.SOFTMAX_TILE_SHAPES),
+    static=_softmax_tile_checks,
+    slow_hint=("The update is a handful of instructions a tile: look for work done per key that the reference does "
+               "once per tile (a maximum or a sum recomputed for every key, a division inside the loop)."),
+)
+
 EXERCISES: dict[str, KernelExercise] = {e.name: e for e in (SCALE, ROW_SUMS, WARP_ROW_SUMS, TRANSPOSE, TILE_GEMM,
                                                             PERSISTENT_TILES, FUSED_EPILOGUE, ASYNC_PIPELINE,
-                                                            WARP_SPECIALIZED, WGMMA_CONSUMER, GROUPED_DECODE, MYSTERY)}
+                                                            WARP_SPECIALIZED, WGMMA_CONSUMER, GROUPED_DECODE, MYSTERY,
+                                                            SOFTMAX_TILE)}
 
 
 def exercise(name: str) -> KernelExercise:

@@ -7,8 +7,11 @@ a GPU) run against a reference at adversarial sizes in a child process under a t
    (in replay, the recorded GPU's), the exercise's minimum where this GPU is older, or the one
    architecture an exercise of architecture-specific instructions names (``arch``, sm_90a). A
    compile error is shown with NVRTC's log, its line numbers those of the learner's cell.
-2. ptxas's report gives the kernel's registers, shared memory and spills; the exercise's static
-   checks read them and the source.
+2. The exercise's static checks read the compiled kernel, never the spelling of the source: ptxas's report
+   (registers, shared memory, stack frame, spills), the SASS (nvdisasm: barriers, waits, fences and the paths
+   between them, local loads and stores), and the PTX NVRTC keeps in the cubin, which they also run on the CPU
+   for one block (``measure.sass.emulate``) to get the addresses it computes: the bank model reads them, a word
+   two warps touch between barriers is a race, an access past an array overflows it.
 3. Live, a child process (``python -m course_lib.exercises.kernel.runner``) loads the cubin and runs the
    kernel at each of the exercise's sizes against a reference (hostile ones: one element, primes,
    multiples and non-multiples of every width, past 2³¹ elements where the GPU has the memory, values
@@ -42,7 +45,16 @@ import tempfile
 from course_lib.core import cuda, stored_run
 from course_lib.core.runtime import REPO_ROOT
 from course_lib.exercises.base import Verdict
-from course_lib.exercises.kernel.catalog import BankWavefronts, Count, KernelExercise, SectorUse, Traffic, exercise, mnemonic
+from course_lib.exercises.kernel.catalog import (
+    BankWavefronts,
+    Count,
+    KernelExercise,
+    SectorUse,
+    Traffic,
+    compiled,
+    exercise,
+    mnemonic,
+)
 from course_lib.exercises.kernel import runner
 from course_lib.exercises.kernel.runner import REFERENCE, cases_address
 from course_lib.measure import profiler, sass
@@ -52,10 +64,10 @@ DEFAULT_TIME_LIMIT_S = 20
 
 # --------------------------------------------------------------------------- checking
 
-def kernel_sass(cubin: bytes, kernel: str) -> list[str] | None:
-    """The learner's kernel's SASS, what the static checks read; None where nvdisasm is missing."""
+def kernel_sass(cubin: bytes, kernel: str) -> sass.Listing | None:
+    """The learner's kernel's SASS with its labels, what the static checks read; None where nvdisasm is missing."""
     try:
-        return sass.listing(cubin).get(kernel)
+        return sass.listings(cubin).get(kernel)
     except sass.DisassemblerUnavailable:
         return None
 
@@ -380,6 +392,11 @@ def _sanitizer_lines(tool: str, run: dict, time_limit_s: float, sizes_text: str,
 MODEL_NOTE = " [a model; the count below decides]"
 
 
+def mark(finding) -> str:
+    """✔ passed, ✘ failed, – not judged here (a tool missing, code the emulator cannot follow)."""
+    return "–" if not finding.judged else "✔" if finding.ok else "✘"
+
+
 def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: float = DEFAULT_TIME_LIMIT_S,
           live: bool | None = None) -> Verdict:
     """Compile, check and (live) run the learner's kernel for exercise ``name``; see the module doc.
@@ -399,13 +416,14 @@ def check(name: str, source: str, sanitize: bool | None = None, time_limit_s: fl
         return Verdict("\n".join(problems), False)
     lines = [f"Compiled for {arch} ({cuda.nvrtc_version()}): {res.registers} registers/thread, "
              f"{res.static_smem_bytes} B static shared memory, "
-             + ("no spills." if not res.spills else f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded.")]
+             + ("no spills" if not res.spills else f"spills {res.spill_store_bytes} B stored / {res.spill_load_bytes} B loaded")
+             + (f", a {res.stack_frame_bytes:,} B stack frame (local memory)." if res.stack_frame_bytes else ".")]
     listing = kernel_sass(cubin, ex.kernel)
-    findings = ex.static_findings(source, res, listing)
+    findings = ex.static_findings(source, compiled(cubin, res, ex.kernel, listing))
     if listing is None:
-        lines.append("  (nvdisasm is not installed here: the checks that read the compiled SASS read the source instead)")
+        lines.append("  (nvdisasm is not installed here: the checks that read the compiled SASS are not judged, marked –)")
     deferred = live and bool(ex.counts)   # live, a model's finding waits for the count it stands in for
-    lines += [f"  {'✔' if f.ok else '✘'} {f.text}" + (MODEL_NOTE if f.counted and deferred else "") for f in findings]
+    lines += [f"  {mark(f)} {f.text}" + (MODEL_NOTE if f.counted and deferred and f.judged else "") for f in findings]
     static_ok = all(f.ok for f in findings)
     judged_ok = all(f.ok for f in findings if not (f.counted and deferred))
     modelled_ok = all(f.ok for f in findings if f.counted)
