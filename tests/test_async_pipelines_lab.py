@@ -43,34 +43,6 @@ def recorded():
             for name in ("latency", "streaming", "timeline", "proxy_fence")}
 
 
-def test_recorded_eight_pipelined_warps_stand_for_sixty_four_synchronous_ones(recorded):
-    """The warp counts in 09's words ("64 warps of synchronous loads and 8 warps with three or four stages"), and
-    the synchronous kernel's achieved occupancy where the model gives it every warp slot: the claims check the
-    bandwidths of these variants, not their warps."""
-    rows = {(r["kernel"], r["blocks/SM"], r["stages"]): r for r in
-            lab_pipeline.streaming_rows(recorded["streaming"], lab_pipeline.memory_levels(recorded["latency"])["HBM"])}
-    sync8 = rows[("stream_sync", 8, "-")]
-    assert sync8["warps/SM"] == 64
-    assert all(rows[(kernel, 1, 4)]["warps/SM"] == 8 for kernel in ("stream_cp_async", "stream_bulk"))
-    occ = {(r["kernel"], r["blocks/SM"], r["stages"]): r for r in lab_pipeline.occupancy_rows(recorded["streaming"])}
-    assert float(occ[("stream_sync", 8, "-")]["achieved occupancy (ncu)"].rstrip("%")) > 90
-
-
-def test_recorded_timeline_with_four_slots_runs_well_under_the_serial_time(recorded):
-    """09: "From two slots on ... the kernel takes about 50 µs instead of about 90"; its claim times two slots only."""
-    rows = {r["plan"]: r for r in lab_pipeline.timeline_rows(recorded["timeline"])}
-    assert rows["4 stages"]["µs"] < 0.7 * rows["serial"]["µs"]
-
-
-def test_recorded_racecheck_ran_on_each_small_race_kernel_and_the_gemm_both_ways_and_found_no_hazard(recorded):
-    """09: "Racecheck reported no hazard in any of them", with the fence and without it (a race kernel missing
-    from the record fails here too)."""
-    lines = lab_pipeline.racecheck_lines(recorded["proxy_fence"])
-    assert {name.split(",")[0] for name in lines} == {*pipeline_launch.RACE_KERNELS, "bf16_gemm_mma (tma)"}
-    assert all(set(v) == {"with the fence", "without the fence"} for v in lines.values())
-    assert all("RACECHECK SUMMARY: 0 hazards" in " ".join(v) for kernel in lines.values() for v in kernel.values())
-
-
 def test_check_stages_accepts_the_fewest_and_rejects_others():
     assert fewest_stages(1.8e-6, 0.6e-6, 32768, 163840) == 4
     assert fewest_stages(1.8e-6, 0.4e-6, 32768, 163840) is None
