@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device helper: the probes that answer open questions of notebook 12 (decode kernel variants, the L2 read
-# ceiling with ncu, two ops on two streams), each output under $OUT, then notebook 12 live in the time left.
+# Device helper: notebook 13's CUDA attention checked and timed beside SDPA, then the probes that answer open
+# questions of notebook 12 (decode kernel variants, the L2 read ceiling with ncu, two ops on two streams), each
+# output under $OUT, then notebook 12 live in the time left.
 #   OUT=... bash scripts/device_probes.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -8,10 +9,11 @@ T0=$(date +%s)
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 eval "$(bash scripts/gpu_host_wheels.sh install)" >/dev/null 2>&1
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}"
-timeout 80 python3 scripts/probe_decode_attention.py > "$OUT/decode.txt" 2>&1; tail -25 "$OUT/decode.txt"
+[ -f scripts/check_attention.py ] && timeout 100 python3 scripts/check_attention.py > "$OUT/attention.txt" 2>&1; tail -30 "$OUT/attention.txt" 2>/dev/null
+timeout 120 python3 scripts/probe_decode_attention.py > "$OUT/decode.txt" 2>&1; tail -25 "$OUT/decode.txt"
 timeout 70 python3 scripts/probe_l2_ceiling.py > "$OUT/probe.txt" 2>&1; tail -10 "$OUT/probe.txt"
 for v in same cg rotated; do
-  for m in 16 48; do
+  for m in 16; do
     echo "== $v $m" >> "$OUT/ncu.txt"
     timeout 20 ncu --metrics l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum,gpu__time_duration.sum \
       -k regex:probe python3 scripts/probe_l2_ceiling.py launch $v $m >> "$OUT/ncu.txt" 2>&1
@@ -31,6 +33,5 @@ for c in r.cases:
         print(c.name, c.extra["timeline_us"])
 PY
 tail -12 "$OUT/streams.txt"
-[ -f scripts/check_attention.py ] && timeout 90 python3 scripts/check_attention.py > "$OUT/attention.txt" 2>&1; tail -30 "$OUT/attention.txt" 2>/dev/null
 echo "probes done at $(( $(date +%s) - T0 )) s"
 OUT=$OUT LIMIT=$(( ${LIMIT:-585} - ($(date +%s) - T0) )) NEED=150 bash scripts/device_notebooks.sh ${NOTEBOOKS:-12_transformer_layer.ipynb}

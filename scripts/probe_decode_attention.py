@@ -6,11 +6,22 @@ main loop, compiled with NVRTC and timed interleaved with the course kernel and 
     U=4 P=0          four trips loaded before any is used: twice the bytes in flight per warp
     U=2 P=1          software-pipelined: the next trips' K and V are loaded before this trip's math
     U=4 P=1          both (161 registers: 3 resident blocks of 128 threads)
-    U=4 P=1 MINB=4   the same held to 128 registers (4 resident blocks)
 
 Hypotheses it tests: (a) too few bytes in flight while a warp computes (P=1 and U=4 remove that);
 (b) too few resident warps (MINB). If neither moves the time toward the floor, the math (shuffles, exp, unpacking)
-is the limiter: then ncu's issue-slot and pipe metrics decide. On a GPU:
+is the limiter: then ncu's issue-slot and pipe metrics decide.
+
+Beside them, entry points of the family itself, compiled with its tile macros overridden (-D, as the LOOP variants
+are): the tensor-core kernel ``decode_grouped_g4_mma`` (the group's heads as the rows of an m16 tile, Q·Kᵀ and P·V
+on mma.sync, each warp streaming its own tiles through cp.async), at its own split rule (one wave of resident
+blocks, from the occupancy model of this GPU):
+
+    mma                      the file's macros, launched by the launcher (run_decode(engine="mma"))
+    mma STAGES=2             one tile in flight a warp while it multiplies one (64 KiB a block: 3 blocks an SM)
+    mma WARPS=2              two warps a block (48 KiB: 4 blocks an SM)
+    mma TILE=32 STAGES=2     32-token tiles: half the softmax and barrier overhead a token (1 block an SM)
+
+On a GPU:
 
     python scripts/probe_decode_attention.py             # batch 8 and 32 at 8k, batch 1 at 32k
 """
@@ -19,7 +30,10 @@ import sys
 import numpy as np
 
 from course_lib.core import cuda, timing
+from course_lib.core.hardware import detect
 from course_lib.launch import decode_attention as decode
+from course_lib.launch.operands import bf16_bits_to_float32
+from course_lib.models import occupancy
 
 LOOP = r'''
 #ifndef U
@@ -135,9 +149,13 @@ extern "C" __global__ __launch_bounds__(THREADS, MINB) void decode_probe(
     }
 }
 '''
-VARIANTS = {"U=2 P=0": {}, "U=4 P=0": {"U": 4}, "U=2 P=1": {"P": 1}, "U=4 P=1": {"U": 4, "P": 1},
-            "U=4 P=1 MINB=4": {"U": 4, "P": 1, "MINB": 4}}
+VARIANTS = {"U=2 P=0": {}, "U=4 P=0": {"U": 4}, "U=2 P=1": {"P": 1}, "U=4 P=1": {"U": 4, "P": 1}}
 SHAPES = ((8, 8192), (32, 8192), (1, 32768))   # (batch, context), Llama 3 8B: 8 KV heads of 4 query heads
+# Entry points of the family itself: (entry point, tile macros for -D); the launcher runs the first as it is.
+FAMILY_VARIANTS = {"mma": ("decode_grouped_g4_mma", {}),
+                   "mma STAGES=2": ("decode_grouped_g4_mma", {"DEC_MMA_STAGES": 2}),
+                   "mma WARPS=2": ("decode_grouped_g4_mma", {"DEC_MMA_WARPS": 2}),
+                   "mma TILE=32 STAGES=2": ("decode_grouped_g4_mma", {"DEC_MMA_TILE": 32, "DEC_MMA_STAGES": 2})}
 
 
 def build(defines: dict):
@@ -149,6 +167,18 @@ def build(defines: dict):
     return cuda.load_cubin(cubin).get_function("decode_probe"), regs
 
 
+def build_entry(entry: str, defines: dict):
+    """An entry point of the family compiled with its macros overridden, its ptxas report, and its launch:
+    (function, report, threads, dynamic shared bytes, resident blocks an SM on this GPU)."""
+    family = cuda.compile_family(decode.FAMILY, cuda.device_arch(), cuda.defines_to_options(defines))
+    fn, report = family.function(entry), family.resources[entry]
+    threads, smem = decode.mma_threads(defines), decode.mma_smem_bytes(4, defines)
+    if fn.max_dynamic_shared_size_bytes < smem:
+        fn.max_dynamic_shared_size_bytes = smem
+    blocks = decode.mma_blocks_per_sm(4, occupancy.budget_from_device(detect()), report.registers, defines)
+    return fn, report, threads, smem, blocks
+
+
 def main() -> int:
     import cupy
 
@@ -157,10 +187,13 @@ def main() -> int:
     built = {name: build(d) for name, d in VARIANTS.items()}
     for name, (_, regs) in built.items():
         print(f"  {name:16s} {regs}")
+    mma = {name: build_entry(entry, d) for name, (entry, d) in FAMILY_VARIANTS.items()}
+    for name, (_, report, threads, smem, blocks) in mma.items():
+        print(f"  {name:22s} {report.registers} registers, {threads} threads, {smem // 1024} KiB, {blocks} blocks an SM")
     for batch, context in SHAPES:
         q, k, v, out = decode.operands(batch, 8, 4, context, seed=1)
         splits = decode.run_decode(q, k, v, out, 4)
-        want = out.copy()
+        want = bf16_bits_to_float32(out)   # the course kernel's output, as numbers (not bit patterns)
         partial = cupy.empty((splits, batch * 32, decode.HEAD_DIM), cupy.float32)
         stats = cupy.empty((splits, batch * 32, 2), cupy.float32)
         scale = np.float32(decode.HEAD_DIM ** -0.5 * 1.4426950408889634)
@@ -172,11 +205,34 @@ def main() -> int:
                                                               (partial, stats, out, np.int32(batch * 32), np.int32(splits)))
             out.fill(0)
             run()
-            err = float(cupy.abs(out.astype(cupy.float32) - want.astype(cupy.float32)).max())
-            if err > 1e-2:
+            err = float(cupy.abs(bf16_bits_to_float32(out) - want).max())
+            if not err <= 1e-2:
                 print(f"  {name}: WRONG, max error {err}")
                 continue
             calls[name] = run
+        launcher_splits = decode.mma_splits_for(batch, 8, context, sms, mma["mma"][4])
+        calls[f"mma via run_decode ({launcher_splits} splits)"] = lambda: decode.run_decode(q, k, v, out, 4, engine="mma")
+        for name, (fn, _, threads, smem, blocks) in mma.items():
+            if name == "mma":
+                continue   # the launcher's launch of it is timed above
+            mma_splits = decode.mma_splits_for(batch, 8, context, sms, blocks, decode.mma_tokens_per_round(
+                FAMILY_VARIANTS[name][1]))
+            mma_partial = cupy.empty((mma_splits, batch * 32, decode.HEAD_DIM), cupy.float32)
+            mma_stats = cupy.empty((mma_splits, batch * 32, 2), cupy.float32)
+
+            def run(fn=fn, threads=threads, smem=smem, s=mma_splits, p=mma_partial, st=mma_stats):
+                fn((s, 8, batch), (threads,), (q, k, v, p, st, np.int32(context), scale), shared_mem=smem)
+                cuda.kernel(decode.FAMILY, "decode_combine")((batch * 32,), (decode.HEAD_DIM,),
+                                                              (p, st, out, np.int32(batch * 32), np.int32(s)))
+            calls[f"{name} ({mma_splits} splits)"] = run
+        for name in [n for n in calls if n.startswith("mma")]:
+            out.fill(0)
+            calls[name]()
+            # The tensor cores round the softmax weights to bf16: held to the launcher's tolerance for that, twice.
+            err, tol = decode.max_error(out, want.astype(cupy.float64), v)
+            if not err <= 2 * tol:
+                print(f"  {name}: WRONG, max error {err:.3g} (2 x tolerance {2 * tol:.3g})")
+                del calls[name]
         kv = cupy.concatenate([k.ravel(), v.ravel()])
         dst = cupy.empty_like(kv)
         calls["copy of K and V (floor x2: read + write)"] = lambda: dst.__setitem__(slice(None), kv)

@@ -12,6 +12,7 @@
 //                   fence_proxy_async_shared_cta
 //   fusion.cu       smem_u32, cp_async16, cp_async4_ca, cp_async_commit, cp_async_wait_all
 //   attention.cu    smem_u32, cp_async16, cp_async_commit, cp_async_wait<N>
+//   decode_attention.cu  smem_u32, cp_async16, cp_async16_full, cp_async_commit, cp_async_wait<N> (its _mma kernels)
 //   hopper_gemm.cu  mbar_init, mbar_init_fence, mbar_arrive, mbar_arrive_cluster, mbar_arrive_remote, mbar_expect_bytes,
 //                   mbar_wait, tma_load_2d, tma_load_2d_multicast, tma_store_2d, bulk_commit_group,
 //                   bulk_wait_group_read<N>, fence_proxy_async_shared_cta

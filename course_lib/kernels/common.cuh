@@ -11,6 +11,7 @@
 //   fusion.cu               bf16_raw, bf16_to_float, float_to_bf16, cluster_rank
 //   online_softmax.cuh      bf16_raw, bf16_lo, bf16_hi (and so decode_attention.cu and notebook 12's exercise)
 //   attention.cu            u32, bf16_raw, pack_bf16x2, ldmatrix_x4, ldmatrix_x4_trans
+//   decode_attention.cu     u32, pack_bf16x2, ldmatrix_x4, ldmatrix_x4_trans (its _mma kernels)
 //
 // Pasted in by course_lib.core.cuda like every course header (each header once per compile). The
 // inline asm of each helper is emitted only where a kernel calls it, so helpers whose PTX needs sm_80
