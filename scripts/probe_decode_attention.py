@@ -183,7 +183,7 @@ def main() -> int:
     import cupy
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    print(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), sms, "SMs")
+    print(detect().name, sms, "SMs")
     built = {name: build(d) for name, d in VARIANTS.items()}
     for name, (_, regs) in built.items():
         print(f"  {name:16s} {regs}")
@@ -236,7 +236,7 @@ def main() -> int:
         kv = cupy.concatenate([k.ravel(), v.ravel()])
         dst = cupy.empty_like(kv)
         calls["copy of K and V (floor x2: read + write)"] = lambda: dst.__setitem__(slice(None), kv)
-        times = timing.benchmark_interleaved(list(calls.values()), samples=15)
+        times = timing.benchmark_interleaved(list(calls.values()), samples=timing.MIN_SAMPLES)
         floor = times[-1].median_s / 2   # a copy reads and writes the cache: one read takes about half
         print(f"batch {batch}, context {context}, splits {splits}: floor (half a copy) {floor * 1e6:.1f} us")
         for name, t in zip(calls, times):

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from course_lib.core import cuda, timing
+from course_lib.core.hardware import detect
 
 SRC = r'''
 #ifndef LOAD_CG
@@ -80,10 +81,10 @@ def main(argv: list[str]) -> int:
         fn()
         cupy.cuda.Device().synchronize()
         return 0
-    print(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "L2", cupy.cuda.Device().attributes["L2CacheSize"] >> 20, "MiB")
+    print(detect().name, "L2", cupy.cuda.Device().attributes["L2CacheSize"] >> 20, "MiB")
     for mib in SIZES_MIB:
         calls = {name: call(name, mib) for name in VARIANTS}
-        times = timing.benchmark_interleaved([fn for fn, _ in calls.values()], samples=10)
+        times = timing.benchmark_interleaved([fn for fn, _ in calls.values()], samples=timing.MIN_SAMPLES)
         row = "  ".join(f"{name} {nbytes / t.median_s / 1e9:8.0f} GB/s" for (name, (_, nbytes)), t
                         in zip(calls.items(), times))
         print(f"{mib:5d} MiB  {row}", flush=True)
