@@ -65,7 +65,7 @@ def test_llama3_8b_prefill_flops():
 
 
 def test_a_shape_is_checked():
-    with pytest.raises(ValueError, match="multiple of kv_heads"):
+    with pytest.raises(ValueError, match="multiple of the KV heads"):
         a.AttentionShape(1, 3, 2, 8, 8, 64, True)
     with pytest.raises(ValueError, match="causal must be True or False"):
         a.AttentionShape(1, 4, 2, 8, 8, 64, 1)

@@ -197,7 +197,7 @@ def test_bad_operands_get_a_sentence(interpreter):
         at.forward(q.float(), k, v, causal=True)
     with pytest.raises(ValueError, match="head_dim must be one of"):
         at.forward(*operands(8, 8, 96), causal=True)
-    with pytest.raises(ValueError, match="multiple of H_kv"):
+    with pytest.raises(ValueError, match="multiple of the KV heads"):
         at.forward(*operands(8, 8, 64, hq=3, hkv=2), causal=True)
     with pytest.raises(ValueError, match="same shape"):
         at.forward(q, k, v[:, :, :4], causal=True)

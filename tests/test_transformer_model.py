@@ -68,7 +68,7 @@ def test_batching_decode_moves_the_projections_right_on_the_roofline():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: ModelShape("x", 4096, 32, 6, 128, 14336, 128256, 32), "multiple of kv_heads"),
+    (lambda: ModelShape("x", 4096, 32, 6, 128, 14336, 128256, 32), "multiple of the KV heads"),
     (lambda: decode(0, 1024), "batch"),
     (lambda: transformer.Phase("decode", 1, 4, 1024), "one token"),
     (lambda: transformer.Phase("prefill", 1, 128, 256), "context must equal tokens"),

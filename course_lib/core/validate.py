@@ -44,3 +44,11 @@ def non_negatives(**values) -> None:
     """``non_negative`` for each keyword."""
     for name, v in values.items():
         non_negative(name, v)
+
+
+def grouped_heads(q_heads: int, kv_heads: int) -> int:
+    """Query heads per KV head for grouped-query attention: a clear error where they do not divide evenly."""
+    if kv_heads < 1 or q_heads % kv_heads:
+        raise ValueError(f"{q_heads} query heads cannot share {kv_heads} KV heads evenly: grouped-query attention "
+                         "needs the query heads to be a multiple of the KV heads")
+    return q_heads // kv_heads

@@ -16,6 +16,7 @@ import numpy as np
 
 from course_lib.core import cuda
 from course_lib.core.hardware import detect
+from course_lib.core.validate import grouped_heads
 from course_lib.launch.operands import bf16_bits
 from course_lib.measure.smoke import covers
 
@@ -140,9 +141,7 @@ def check_shapes(q_shape, k_shape, v_shape, kernel: bool = True) -> tuple[int, i
         _check_head_dim(d)
     if sq < 1 or sk < 1 or b < 1 or hkv < 1:
         raise ValueError(f"every dimension must be at least 1, got q {tuple(q_shape)} and k {tuple(k_shape)}")
-    if hq % hkv:
-        raise ValueError(f"the query heads ({hq}) must be a multiple of the KV heads ({hkv}): "
-                         "each KV head serves a whole group of query heads")
+    grouped_heads(hq, hkv)
     if kernel and b * hq > MAX_BATCH_HEADS:
         raise ValueError(f"batch x query heads = {b * hq} is more than one grid dimension holds ({MAX_BATCH_HEADS})")
     return b, hq, hkv, sq, sk, d

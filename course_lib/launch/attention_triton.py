@@ -31,6 +31,8 @@ import math
 import os
 from dataclasses import dataclass
 
+from course_lib.core.validate import grouped_heads
+
 HEAD_DIMS = (64, 128)
 LOG2_E = 1.4426950408889634
 MAX_ELEMENTS = 2**31 - 1       # the kernel's offsets are 32-bit: no operand may hold more elements
@@ -236,8 +238,7 @@ def check_operands(q, k, v) -> tuple[int, int, int, int, int, int]:
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch and head_dim")
     if d not in HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {d}")
-    if hq % hkv:
-        raise ValueError(f"{hq} query heads cannot share {hkv} KV heads evenly: H_q must be a multiple of H_kv")
+    grouped_heads(hq, hkv)
     if min(b, hq, sq, sk) < 1:
         raise ValueError(f"every dimension must be at least 1, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     return b, hq, hkv, sq, sk, d

@@ -27,7 +27,7 @@ import numbers
 from dataclasses import dataclass
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, GpuSpec, gpu_spec
-from course_lib.core.validate import whole_number
+from course_lib.core.validate import grouped_heads, whole_number
 from course_lib.models.transformer import LLAMA3_8B, ModelShape
 
 HEAD_DIMS = (64, 128)      # what the course's kernels are built for; the model itself takes any d
@@ -53,9 +53,7 @@ class AttentionShape:
             whole_number(name, getattr(self, name))
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False, got {self.causal!r}")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"{self.q_heads} query heads cannot share {self.kv_heads} KV heads evenly: "
-                             "grouped-query attention needs q_heads to be a multiple of kv_heads")
+        grouped_heads(self.q_heads, self.kv_heads)
 
     @property
     def group(self) -> int:

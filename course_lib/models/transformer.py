@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from course_lib.core.hardware import BYTES_PER_ELEMENT, GpuSpec
-from course_lib.core.validate import positives, whole_numbers
+from course_lib.core.validate import grouped_heads, positives, whole_numbers
 from course_lib.models.memory import sector_count
 from course_lib.models.roofline import RooflineBound, gemm_compulsory_bytes, gemm_flop, time_lower_bound
 
@@ -50,9 +50,7 @@ class ModelShape:
                       mlp=self.mlp, vocab=self.vocab, layers=self.layers)
         positives(d_model=self.d_model, q_heads=self.q_heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
                   mlp=self.mlp, vocab=self.vocab, layers=self.layers)
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"{self.q_heads} query heads cannot share {self.kv_heads} KV heads evenly: "
-                             "grouped-query attention needs q_heads to be a multiple of kv_heads")
+        grouped_heads(self.q_heads, self.kv_heads)
 
     @property
     def group(self) -> int:
