@@ -789,6 +789,23 @@ def softmax_tile_reference(q, k, v, causal: bool):
     return cupy.where(total > 0, (p @ v.astype(cupy.float64)) / cupy.where(total > 0, total, 1.0), 0.0)
 
 
+def _causal_mask(n_q: int, n_k: int):
+    """-inf above the bottom-right aligned diagonal (key j hidden from query i when j > i + n_k - n_q), 0 below."""
+    import cupy
+
+    return cupy.triu(cupy.full((n_q, n_k), -cupy.inf, cupy.float32), 1 + n_k - n_q)
+
+
+def _materialized(q, k, v, mask):
+    """The materialized plan in CuPy: S = q·kᵀ / 8 (+ mask) and P·V by cuBLAS, the softmax written between them."""
+    import cupy
+    import numpy as np
+
+    s = (q @ k.T) * np.float32(0.125) + mask
+    p = cupy.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
 def softmax_tile_cases(fn, sizes, time_it: bool) -> dict:
     """``attention_rows(out, q, k, v, n_q, n_k, causal)`` on grid ⌈n_q / 4⌉ × 128 threads against float64
     attention of the same inputs, at each shape; then timed at the last shape beside the materialized plan in
@@ -820,26 +837,19 @@ def softmax_tile_cases(fn, sizes, time_it: bool) -> dict:
         n_q, n_k, causal, scale = SOFTMAX_TILE_SHAPES[-1]
         q, k, v = _softmax_tile_operands(n_q, n_k, scale, 7)
         yours = cupy.empty((n_q, SOFTMAX_TILE_DIM), cupy.float32)
-        mask = cupy.triu(cupy.full((n_q, n_k), -cupy.inf, cupy.float32), 1 + n_k - n_q) if causal else 0.0
-
-        def materialized():
-            s = (q @ k.T) * np.float32(0.125) + mask
-            p = cupy.exp(s - s.max(axis=1, keepdims=True))
-            return (p / p.sum(axis=1, keepdims=True)) @ v
+        mask = _causal_mask(n_q, n_k) if causal else 0.0
         out["timing"] = _timed(f"{n_q:,} queries × {n_k:,} keys, causal", lambda: launch(q, k, v, yours, causal),
-                               materialized, "the materialized plan in CuPy: q·kᵀ and P·V by cuBLAS, fp32")
+                               lambda: _materialized(q, k, v, mask),
+                               "the materialized plan in CuPy: q·kᵀ and P·V by cuBLAS, fp32")
     return out
 
 
 def _warm_up_softmax_tile() -> None:
     """The reference's and the materialized plan's CuPy kernels, compiled before the time limit starts."""
-    import cupy
 
     q, k, v = _softmax_tile_operands(4, 5, 1.0, 0)
     softmax_tile_reference(q, k, v, True)
-    s = q @ k.T + cupy.triu(cupy.full((4, 5), -cupy.inf, cupy.float32), 2)
-    p = cupy.exp(s - s.max(axis=1, keepdims=True))
-    (p / p.sum(axis=1, keepdims=True)) @ v
+    _materialized(q, k, v, _causal_mask(4, 5))
 
 
 softmax_tile_cases.warm_up = _warm_up_softmax_tile
